@@ -1,0 +1,50 @@
+"""Start Pallas: `python bot.py` from the repository root."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+
+import nonebot
+
+from packages._runtime import install_runtime
+from pallas.app import Runtime
+from pallas.config import ConfigError, Settings, load_settings
+from pallas.platform.onebot.adapter import PallasOneBotAdapter
+
+PLUGINS = ("packages.ingress", "packages.console")
+
+
+def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:
+    """Initialise NoneBot, build the runtime and load the plugins; does not start serving."""
+    nonebot.init(
+        driver="~fastapi+~websockets+~httpx",
+        host=settings.host,
+        port=settings.port,
+        onebot_access_token=settings.onebot_access_token or None,
+        superusers=set(settings.superusers),
+        nickname=set(settings.nickname),
+    )
+    driver = nonebot.get_driver()
+    driver.register_adapter(PallasOneBotAdapter)
+    runtime = Runtime.build(settings)
+    install_runtime(runtime)
+    driver.on_startup(runtime.start)
+    driver.on_shutdown(runtime.stop)
+    for plugin in (*PLUGINS, *extra_plugins):
+        nonebot.load_plugin(plugin)
+    return runtime
+
+
+def main() -> None:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"pallas: cannot start, {exc}", file=sys.stderr)
+        sys.exit(2)
+    init_bot(settings)
+    nonebot.run()
+
+
+if __name__ == "__main__":
+    main()

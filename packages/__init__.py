@@ -1,0 +1,1 @@
+"""NoneBot plugins: thin glue from NoneBot events and routes to pallas."""

@@ -1,0 +1,1 @@
+"""Pallas: a QQ group-chat bot that behaves like a considerate member of the group."""

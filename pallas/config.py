@@ -1,0 +1,150 @@
+"""Typed settings, read once at start-up from `.env` and the environment.
+
+A bad value stops start-up with a `ConfigError` that names the key and what is expected.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+DEFAULT_PROVIDERS_FILE = Path("config/providers.yml")
+
+# Friendly aliases accepted for PALLAS_DATABASE_URL, rewritten to the async driver.
+_URL_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgres": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+class ConfigError(Exception):
+    """A configuration value is missing or malformed; the message names the key."""
+
+
+class Settings(BaseSettings):
+    """Every key of the outer contract, typed. Field names are the env keys, lowercased."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    onebot_access_token: str = ""
+    superusers: list[str] = Field(default_factory=list)
+    nickname: list[str] = Field(default_factory=lambda: ["牛牛"])
+    pallas_data_dir: Path = Path("data")
+    pallas_database_url: str = ""
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    llm_model: str = ""
+    pallas_providers_file: Path | None = None
+    pallas_console_token: str = ""
+
+    @field_validator("superusers", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple | set):
+            return [str(item) for item in value]
+        return value
+
+    @field_validator("nickname")
+    @classmethod
+    def _names_not_blank(cls, value: list[str]) -> list[str]:
+        names = [name.strip() for name in value if name.strip()]
+        if not names:
+            raise ValueError("expected at least one non-empty name")
+        return names
+
+    @field_validator("pallas_database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        if not value:
+            return value
+        scheme, sep, rest = value.partition("://")
+        if not sep or scheme not in _URL_SCHEMES:
+            raise ValueError("expected a sqlite+aiosqlite:// or postgresql+asyncpg:// URL")
+        return f"{_URL_SCHEMES[scheme]}://{rest}"
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Settings:
+        if not self.onebot_access_token and not _is_loopback(self.host):
+            raise ValueError(
+                "ONEBOT_ACCESS_TOKEN: required when HOST is not a loopback address "
+                f"(HOST={self.host}); set a shared secret and give it to NapCat"
+            )
+        quick = {"LLM_BASE_URL": self.llm_base_url, "LLM_MODEL": self.llm_model}
+        if any(quick.values()) and not all(quick.values()):
+            missing = next(key for key, value in quick.items() if not value)
+            raise ValueError(f"{missing}: required when the other LLM_ keys are set")
+        return self
+
+    @property
+    def database_url(self) -> str:
+        """The effective URL: the configured one, else SQLite inside the data dir."""
+        if self.pallas_database_url:
+            return self.pallas_database_url
+        return f"sqlite+aiosqlite:///{(self.pallas_data_dir / 'pallas.db').resolve()}"
+
+    @property
+    def providers_file(self) -> Path | None:
+        """The providers file in effect, if any."""
+        if self.pallas_providers_file is not None:
+            return self.pallas_providers_file
+        return DEFAULT_PROVIDERS_FILE if DEFAULT_PROVIDERS_FILE.is_file() else None
+
+    @property
+    def model_chat_enabled(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model) or self.providers_file is not None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(env_file: Path | str | None = ".env", **overrides: Any) -> Settings:
+    """Read settings once; raise `ConfigError` with one line per bad key."""
+    try:
+        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+    except SettingsError as exc:
+        raise ConfigError(_describe_parse_error(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"]).upper()
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if key:
+            lines.append(f"{key}: {message} (got {error.get('input')!r})")
+        else:
+            lines.append(message)
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _describe_parse_error(exc: SettingsError) -> str:
+    # pydantic-settings reports list keys that are not JSON as `error parsing value for
+    # field "superusers" ...`; keep its text and point at the expected format.
+    text = str(exc)
+    field = text.split('"')[1] if text.count('"') >= 2 else "?"
+    return (
+        f"invalid configuration:\n  {field.upper()}: expected a JSON list such as "
+        f'["12345"] ({text})'
+    )

@@ -1,0 +1,1 @@
+"""The console: HTTP API and web console under /pallas/."""

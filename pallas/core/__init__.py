@@ -1,0 +1,1 @@
+"""Pure domain types. Imports nothing else from this project."""

@@ -1,0 +1,1 @@
+"""Platform boundary: translation between chat platforms and the core's standard shapes."""

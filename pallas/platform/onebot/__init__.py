@@ -1,0 +1,3 @@
+"""OneBot v11 (NapCat) boundary."""
+
+PLATFORM = "qq"

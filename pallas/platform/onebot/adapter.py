@@ -1,0 +1,141 @@
+"""The OneBot v11 adapter, hardened for untrusted frames.
+
+The upstream adapter closes the whole connection when one frame is not JSON, and logs the
+full raw text of an event it cannot parse. Here every frame is handled on its own: a bad
+frame costs one warning line with a short excerpt, and the connection stays up.
+
+The bot object also skips the upstream `get_msg` round trip that resolves a quoted message
+before any handler runs: ingress persists first and reads reply targets from the timeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from loguru import logger as log
+from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, MessageEvent
+from nonebot.adapters.onebot.v11.bot import _check_at_me, _check_nickname
+from nonebot.drivers import WebSocket
+from nonebot.exception import WebSocketClosed
+from nonebot.message import handle_event
+from typing_extensions import override
+
+from pallas.core.text import excerpt
+
+
+class FrameError(ValueError):
+    """A frame that is not a OneBot v11 event or API result."""
+
+
+class PallasBot(Bot):
+    @override
+    async def handle_event(self, event: Event) -> None:
+        if isinstance(event, MessageEvent):
+            event.message.reduce()
+            _check_at_me(self, event)
+            _check_nickname(self, event)
+        await handle_event(self, event)
+
+
+class PallasOneBotAdapter(Adapter):
+    """Same name and protocol as the upstream adapter; per-frame fault isolation."""
+
+    @override
+    async def _handle_ws(self, websocket: WebSocket) -> None:
+        self_id = websocket.request.headers.get("x-self-id")
+        if not self_id:
+            log.warning("NapCat connection refused: missing X-Self-ID header")
+            await websocket.close(1008, "Missing X-Self-ID Header")
+            return
+        if self_id in self.bots:
+            log.warning("NapCat connection refused: bot {} is already connected", self_id)
+            await websocket.close(1008, "Duplicate X-Self-ID")
+            return
+        refused = self._check_access_token(websocket.request)
+        if refused is not None:
+            log.warning("NapCat connection for bot {} refused: bad access token", self_id)
+            await websocket.close(1008, str(refused.content))
+            return
+        await websocket.accept()
+        bot = PallasBot(self, self_id)
+        self.bot_connect(bot)
+        self.connections[self_id] = websocket
+        log.info("bot {} connected", self_id)
+        try:
+            await self._receive_frames(websocket, bot)
+        finally:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+            self.connections.pop(self_id, None)
+            self.bot_disconnect(bot)
+            log.info("bot {} disconnected", self_id)
+
+    async def _receive_frames(self, websocket: WebSocket, bot: PallasBot) -> None:
+        while True:
+            try:
+                data = await websocket.receive()
+            except WebSocketClosed:
+                return
+            except Exception as exc:  # the transport itself failed; the connection is gone
+                log.warning("bot {}: connection lost: {!r}", bot.self_id, exc)
+                return
+            try:
+                self._dispatch_frame(bot, data)
+            except FrameError as exc:
+                log.warning("bot {}: frame ignored: {}", bot.self_id, exc)
+            except Exception as exc:
+                log.opt(exception=exc).error("bot {}: frame handling failed", bot.self_id)
+
+    def _dispatch_frame(self, bot: PallasBot, data: str | bytes) -> None:
+        payload = _decode(data)
+        if "post_type" not in payload:
+            self._result_store.add_result(payload)  # an API result, matched by echo
+            return
+        frame_self_id = str(payload.get("self_id", ""))
+        if frame_self_id != bot.self_id:
+            raise FrameError(
+                f"event for unknown bot id {frame_self_id!r} on the connection of "
+                f"{bot.self_id}: {excerpt(str(data))}"
+            )
+        event = self.json_to_event(payload)
+        if event is None:
+            raise FrameError(f"unreadable event: {excerpt(str(data))}")
+        task = asyncio.create_task(bot.handle_event(event))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
+    @classmethod
+    @override
+    def json_to_event(cls, json_data: Any) -> Event | None:
+        if not isinstance(json_data, dict):
+            return None
+        if "post_type" not in json_data:
+            cls._result_store.add_result(json_data)
+            return None
+        for model in cls.get_event_model(json_data):
+            try:
+                return model.model_validate(json_data)
+            except Exception:
+                continue
+        try:
+            return Event.model_validate(json_data)
+        except Exception:
+            return None
+
+
+def _decode(data: str | bytes) -> dict[str, Any]:
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FrameError(f"binary frame that is not UTF-8 ({len(data)} bytes)") from None
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        raise FrameError(f"malformed JSON: {excerpt(data)}") from None
+    if not isinstance(payload, dict):
+        raise FrameError(f"JSON that is not an object: {excerpt(data)}")
+    return payload

@@ -1,0 +1,44 @@
+"""Core segments -> OneBot v11 segment arrays. Text is never parsed as CQ code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from nonebot.adapters.onebot.v11 import Message, MessageSegment
+
+from pallas.core.inbound import Segment, SegmentKind
+
+
+class UnsendableSegmentError(ValueError):
+    """A segment kind the bot does not send."""
+
+
+def to_onebot_message(segments: Iterable[Segment]) -> Message:
+    """Build the outgoing message segment by segment (never from a string)."""
+    message = Message()
+    for segment in segments:
+        message.append(_to_onebot_segment(segment))
+    return message
+
+
+def text_message(text: str) -> Message:
+    return to_onebot_message([Segment(SegmentKind.TEXT, text=text)])
+
+
+def _to_onebot_segment(segment: Segment) -> MessageSegment:
+    match segment.kind:
+        case SegmentKind.TEXT:
+            return MessageSegment.text(segment.text)
+        case SegmentKind.AT if segment.target:
+            return MessageSegment.at(segment.target)
+        case SegmentKind.AT_ALL:
+            return MessageSegment.at("all")
+        case SegmentKind.REPLY if segment.target:
+            return MessageSegment.reply(int(segment.target))
+        case SegmentKind.FACE if segment.target:
+            return MessageSegment.face(int(segment.target))
+        case SegmentKind.IMAGE if segment.media is not None:
+            return MessageSegment.image(segment.media.url or segment.media.file)
+        case SegmentKind.RECORD if segment.media is not None:
+            return MessageSegment.record(segment.media.url or segment.media.file)
+    raise UnsendableSegmentError(f"cannot send a {segment.kind} segment: {segment!r}")

@@ -1,0 +1,1 @@
+"""Product logic: what the bot does with what it hears."""

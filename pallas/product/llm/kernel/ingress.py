@@ -1,0 +1,103 @@
+"""Unified ingress: persist every inbound fact first, then hand new messages onward.
+
+Order matters and is the point of this module: identity resolution and the durable write
+happen before any decision; a duplicate delivery stops here; the next stage only ever sees
+messages that are already committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from loguru import logger
+
+from pallas.core.inbound import InboundEvent, InboundMessage
+from pallas.core.text import excerpt
+from pallas.store.timeline import MessageWritten, TimelineWriter
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """An inbound message together with the keys the store gave it."""
+
+    message_id: int
+    stream_id: int
+    sender_person_id: int
+    message: InboundMessage
+
+
+class NextStage(Protocol):
+    """What ingress hands committed, new, inbound messages to (the gate, later)."""
+
+    async def on_message(self, stored: StoredMessage) -> None: ...
+
+
+class NoNextStage:
+    """Used while nothing is plugged in after ingress: messages are recorded, nothing more."""
+
+    async def on_message(self, stored: StoredMessage) -> None:
+        return None
+
+
+class IngressOutcome(StrEnum):
+    ACCEPTED = "accepted"  # new inbound message, handed to the next stage
+    RECORDED = "recorded"  # a notice, or the bot's own message: recorded, nothing to decide
+    DUPLICATE = "duplicate"  # seen before: stop here
+    FAILED = "failed"  # could not be persisted: stop here
+
+
+@dataclass(frozen=True)
+class IngressResult:
+    outcome: IngressOutcome
+    stored: StoredMessage | None = None
+
+    @property
+    def should_continue(self) -> bool:
+        """Whether other handlers may act on this event."""
+        return self.outcome in (IngressOutcome.ACCEPTED, IngressOutcome.RECORDED)
+
+
+class Ingress:
+    def __init__(self, writer: TimelineWriter, next_stage: NextStage | None = None) -> None:
+        self._writer = writer
+        self._next_stage: NextStage = next_stage or NoNextStage()
+
+    def plug(self, next_stage: NextStage) -> None:
+        """Attach the stage that receives accepted messages."""
+        self._next_stage = next_stage
+
+    async def accept(self, item: InboundEvent) -> IngressResult:
+        try:
+            written = await self._writer.write(item)
+        except Exception as exc:
+            logger.error("inbound not persisted ({!r}): {}", exc, _describe(item))
+            return IngressResult(IngressOutcome.FAILED)
+        if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
+            return IngressResult(IngressOutcome.RECORDED)
+        if written.duplicate:
+            logger.info("duplicate delivery ignored: {}", _describe(item))
+            return IngressResult(IngressOutcome.DUPLICATE)
+        stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
+        if item.from_bot:
+            return IngressResult(IngressOutcome.RECORDED, stored)
+        await self._hand_on(stored)
+        return IngressResult(IngressOutcome.ACCEPTED, stored)
+
+    async def _hand_on(self, stored: StoredMessage) -> None:
+        try:
+            await self._next_stage.on_message(stored)
+        except Exception as exc:
+            # The message is committed; a failing later stage must not lose it or crash ingress.
+            logger.opt(exception=exc).error("next stage failed for message {}", stored.message_id)
+
+
+def _describe(item: InboundEvent) -> str:
+    stream = f"{item.stream.kind}:{item.stream.external_id}"
+    if isinstance(item, InboundMessage):
+        return (
+            f"{stream} msg {item.platform_message_id} from {item.sender.user_id}: "
+            f"{excerpt(item.text, 60)}"
+        )
+    return f"{stream} {type(item).__name__}"

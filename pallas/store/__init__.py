@@ -1,0 +1,1 @@
+"""The one SQLAlchemy store: engine, models, migrations and writers."""

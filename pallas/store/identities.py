@@ -1,0 +1,156 @@
+"""Resolve platform names (streams, users) to the internal stable keys every table uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pallas.core.inbound import StreamKey, StreamKind
+from pallas.store.models import Identity, Person, Stream
+from pallas.store.sql import BoundedCache, insert_ignoring_conflicts
+
+
+@dataclass(frozen=True)
+class UserKey:
+    platform: str
+    user_id: str
+
+
+@dataclass(frozen=True)
+class KnownUser:
+    person_id: int
+    nickname: str
+
+
+class StreamResolver:
+    """stream key -> stream.id, creating rows on first sight."""
+
+    def __init__(self, cache_size: int = 10_000) -> None:
+        self._cache: BoundedCache[StreamKey, int] = BoundedCache(cache_size)
+
+    async def resolve(
+        self, conn: AsyncConnection, keys: Iterable[StreamKey], now: datetime
+    ) -> dict[StreamKey, int]:
+        wanted = set(keys)
+        found = {key: sid for key in wanted if (sid := self._cache.get(key)) is not None}
+        missing = wanted - found.keys()
+        if missing:
+            table = Stream.__table__
+            await conn.execute(
+                insert_ignoring_conflicts(conn, table),  # type: ignore[arg-type]
+                [_stream_row(key, now) for key in missing],
+            )
+            result = await conn.execute(
+                select(
+                    Stream.id, Stream.platform, Stream.self_id, Stream.kind, Stream.external_id
+                ).where(Stream.external_id.in_({key.external_id for key in missing}))
+            )
+            for row in result:
+                key = StreamKey(row.platform, row.self_id, StreamKind(row.kind), row.external_id)
+                if key in missing:
+                    found[key] = row.id
+        return found
+
+    def remember(self, resolved: dict[StreamKey, int]) -> None:
+        """Cache only what a committed transaction produced."""
+        self._cache.put_all(resolved)
+
+
+class PersonResolver:
+    """(platform, user id) -> person.id, creating person + identity on first sight.
+
+    A changed nickname is written back, so the person's display name follows the platform.
+    """
+
+    def __init__(self, cache_size: int = 50_000) -> None:
+        self._cache: BoundedCache[UserKey, KnownUser] = BoundedCache(cache_size)
+
+    async def resolve(
+        self, conn: AsyncConnection, users: dict[UserKey, str], now: datetime
+    ) -> dict[UserKey, KnownUser]:
+        known = {key: hit for key in users if (hit := self._cache.get(key)) is not None}
+        missing = {key: name for key, name in users.items() if key not in known}
+        if missing:
+            known.update(await self._load(conn, missing.keys()))
+            new = {key: name for key, name in missing.items() if key not in known}
+            if new:
+                known.update(await self._create(conn, new, now))
+        return await self._refresh_names(conn, known, users)
+
+    def remember(self, resolved: dict[UserKey, KnownUser]) -> None:
+        self._cache.put_all(resolved)
+
+    async def _load(
+        self, conn: AsyncConnection, keys: Iterable[UserKey]
+    ) -> dict[UserKey, KnownUser]:
+        wanted = set(keys)
+        result = await conn.execute(
+            select(
+                Identity.platform, Identity.user_id, Identity.person_id, Identity.nickname
+            ).where(Identity.user_id.in_({key.user_id for key in wanted}))
+        )
+        loaded = {}
+        for row in result:
+            key = UserKey(row.platform, row.user_id)
+            if key in wanted:
+                loaded[key] = KnownUser(row.person_id, row.nickname)
+        return loaded
+
+    async def _create(
+        self, conn: AsyncConnection, new: dict[UserKey, str], now: datetime
+    ) -> dict[UserKey, KnownUser]:
+        keys = list(new)
+        people = await conn.execute(
+            insert(Person).returning(Person.id, sort_by_parameter_order=True),
+            [{"display_name": new[key], "created_at": now} for key in keys],
+        )
+        person_ids = [row.id for row in people]
+        await conn.execute(
+            insert_ignoring_conflicts(conn, Identity.__table__),  # type: ignore[arg-type]
+            [
+                {
+                    "platform": key.platform,
+                    "user_id": key.user_id,
+                    "person_id": pid,
+                    "nickname": new[key],
+                    "created_at": now,
+                }
+                for key, pid in zip(keys, person_ids, strict=True)
+            ],
+        )
+        # Re-read: an identity created elsewhere meanwhile wins over the one just made.
+        return await self._load(conn, keys)
+
+    async def _refresh_names(
+        self, conn: AsyncConnection, known: dict[UserKey, KnownUser], names: dict[UserKey, str]
+    ) -> dict[UserKey, KnownUser]:
+        refreshed = {}
+        for key, user in known.items():
+            name = names.get(key, "")
+            if name and name != user.nickname:
+                await conn.execute(
+                    update(Identity)
+                    .where(Identity.platform == key.platform, Identity.user_id == key.user_id)
+                    .values(nickname=name)
+                )
+                await conn.execute(
+                    update(Person).where(Person.id == user.person_id).values(display_name=name)
+                )
+                user = KnownUser(user.person_id, name)
+            refreshed[key] = user
+        return refreshed
+
+
+def _stream_row(key: StreamKey, now: datetime) -> dict[str, object]:
+    return {
+        "platform": key.platform,
+        "self_id": key.self_id,
+        "kind": key.kind.value,
+        "external_id": key.external_id,
+        "name": "",
+        "created_at": now,
+    }

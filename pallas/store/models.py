@@ -1,0 +1,141 @@
+"""The schema. Migrations in `migrations/versions` must produce exactly this."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# BIGINT keys on PostgreSQL; SQLite only auto-increments a column declared INTEGER.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; pass an aware UTC time")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Stream(Base):
+    """A conversation: one group or one private chat, as seen by one bot account."""
+
+    __tablename__ = "stream"
+    __table_args__ = (UniqueConstraint("platform", "self_id", "kind", "external_id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    self_id: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(8))
+    external_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Person(Base):
+    """A human (or the bot) behind one or more platform identities."""
+
+    __tablename__ = "person"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    display_name: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Identity(Base):
+    """A platform user id, mapped to the person it belongs to."""
+
+    __tablename__ = "identity"
+    __table_args__ = (UniqueConstraint("platform", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(16))
+    user_id: Mapped[str] = mapped_column(String(64))
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), index=True)
+    nickname: Mapped[str] = mapped_column(String(128), default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Message(Base):
+    """The timeline. Rows are never deleted by the bot; a recall only sets `recalled`."""
+
+    __tablename__ = "message"
+    __table_args__ = (
+        UniqueConstraint("stream_id", "platform_message_id"),
+        Index("ix_message_stream_id_id", "stream_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
+    sender_person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), index=True)
+    platform_message_id: Mapped[str] = mapped_column(String(64))
+    time: Mapped[datetime] = mapped_column(UtcDateTime())
+    stored_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    text: Mapped[str] = mapped_column(Text)
+    segments: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    reply_to: Mapped[str | None] = mapped_column(String(64))
+    mentions: Mapped[list[str]] = mapped_column(JSON)
+    mentions_all: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_poke: Mapped[bool] = mapped_column(Boolean, default=False)
+    from_bot: Mapped[bool] = mapped_column(Boolean, default=False)
+    recalled: Mapped[bool] = mapped_column(Boolean, default=False)
+    suppressed: Mapped[bool] = mapped_column(Boolean, default=False)
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Event(Base):
+    """The audit ledger: every decision and notable fact, with the turn it belongs to."""
+
+    __tablename__ = "event"
+    __table_args__ = (
+        Index("ix_event_kind_created_at", "kind", "created_at"),
+        Index("ix_event_stream_id_created_at", "stream_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    turn_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    stream_id: Mapped[int | None] = mapped_column(Id, ForeignKey("stream.id"))
+    person_id: Mapped[int | None] = mapped_column(Id, ForeignKey("person.id"))
+    message_id: Mapped[int | None] = mapped_column(Id, ForeignKey("message.id"), index=True)
+    reason: Mapped[str] = mapped_column(String(64), default="")
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,0 +1,48 @@
+"""Small SQL helpers that hide the few differences between SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+from sqlalchemy import Table
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.dml import Insert
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def insert_ignoring_conflicts(conn: AsyncConnection, table: Table) -> Insert:
+    """INSERT ... ON CONFLICT DO NOTHING, in the connection's dialect."""
+    if conn.dialect.name == "postgresql":
+        return pg_insert(table).on_conflict_do_nothing()
+    if conn.dialect.name == "sqlite":
+        return sqlite_insert(table).on_conflict_do_nothing()
+    raise RuntimeError(f"unsupported database backend: {conn.dialect.name}")
+
+
+class BoundedCache(Generic[K, V]):
+    """A least-recently-used map with a size bound; always rebuildable from the store."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put_all(self, items: dict[K, V]) -> None:
+        for key, value in items.items():
+            self._items[key] = value
+            self._items.move_to_end(key)
+        while len(self._items) > self._capacity:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,321 @@
+"""The timeline writer: group commit of inbound facts, idempotent on the platform message id.
+
+Concurrent callers share one transaction; each caller resumes only once its own row is
+committed. A batch that fails is retried one item at a time, so one bad row cannot take its
+neighbours down with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from loguru import logger
+from sqlalchemy import insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, Recall
+from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
+from pallas.store.models import Event, Message
+from pallas.store.sql import insert_ignoring_conflicts
+
+
+class WriterClosedError(RuntimeError):
+    """The writer is stopping; nothing more is accepted."""
+
+
+@dataclass(frozen=True)
+class MessageWritten:
+    message_id: int
+    stream_id: int
+    person_id: int
+    duplicate: bool
+
+
+@dataclass(frozen=True)
+class NoticeWritten:
+    stream_id: int
+    person_id: int
+    message_id: int | None = None  # the recalled message, when it is in the timeline
+
+
+WriteOutcome = MessageWritten | NoticeWritten
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Pending:
+    item: InboundEvent
+    future: asyncio.Future[WriteOutcome]
+
+
+class TimelineWriter:
+    """Accepts inbound facts from many tasks and commits them in shared transactions."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Clock = utc_now,
+        max_batch: int = 500,
+        linger_s: float = 0.002,
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._max_batch = max_batch
+        self._linger_s = linger_s
+        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._streams = StreamResolver()
+        self._people = PersonResolver()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="timeline-writer")
+
+    async def close(self) -> None:
+        """Commit everything already accepted, then stop."""
+        if self._task is None or self._closed:
+            return
+        self._closed = True
+        self._queue.put_nowait(None)
+        await self._task
+
+    async def write(self, item: InboundEvent) -> WriteOutcome:
+        if self._closed or self._task is None:
+            raise WriterClosedError("timeline writer is not running")
+        future: asyncio.Future[WriteOutcome] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Pending(item, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            first = await self._queue.get()
+            if first is None:
+                return
+            if self._queue.empty() and self._linger_s > 0:
+                # Give producers that are already on their way a chance to share this commit.
+                await asyncio.sleep(self._linger_s)
+            batch, stop = self._drain(first)
+            await self._commit(batch)
+            if stop:
+                return
+
+    def _drain(self, first: _Pending) -> tuple[list[_Pending], bool]:
+        batch = [first]
+        while len(batch) < self._max_batch and not self._queue.empty():
+            nxt = self._queue.get_nowait()
+            if nxt is None:
+                return batch, True
+            batch.append(nxt)
+        return batch, False
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            outcomes = await self._apply([p.item for p in batch])
+        except Exception as exc:
+            if len(batch) == 1:
+                logger.opt(exception=exc).error("timeline write failed: {}", type(exc).__name__)
+                _settle(batch[0].future, exc)
+                return
+            logger.warning(
+                "timeline batch of {} failed ({!r}); retrying one by one", len(batch), exc
+            )
+            for pending in batch:
+                await self._commit([pending])
+            return
+        for pending, outcome in zip(batch, outcomes, strict=True):
+            _settle(pending.future, outcome)
+
+    async def _apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
+        now = self._clock()
+        async with self._engine.begin() as conn:
+            streams = await self._streams.resolve(conn, {i.stream for i in items}, now)
+            people = await self._people.resolve(conn, _users(items), now)
+            batch = _Batch(conn, now, streams, people)
+            outcomes = await batch.apply(items)
+        self._streams.remember(streams)
+        self._people.remember(people)
+        return outcomes
+
+
+def _settle(future: asyncio.Future[WriteOutcome], result: WriteOutcome | BaseException) -> None:
+    if future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+
+
+def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
+    users: dict[UserKey, str] = {}
+    for item in items:
+        platform = item.stream.platform
+        if isinstance(item, InboundMessage):
+            users[UserKey(platform, item.sender.user_id)] = item.sender.display_name
+        elif isinstance(item, Recall):
+            users.setdefault(UserKey(platform, item.operator_id), "")
+        else:
+            users.setdefault(UserKey(platform, item.user_id), "")
+    return users
+
+
+class _Batch:
+    """One transaction's worth of rows: messages first, then notices, then the ledger."""
+
+    def __init__(
+        self,
+        conn: AsyncConnection,
+        now: datetime,
+        streams: dict[Any, int],
+        people: dict[UserKey, KnownUser],
+    ) -> None:
+        self._conn = conn
+        self._now = now
+        self._streams = streams
+        self._people = people
+        self._events: list[dict[str, Any]] = []
+
+    async def apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
+        messages = [i for i in items if isinstance(i, InboundMessage)]
+        written = await self._insert_messages(messages)
+        outcomes: list[WriteOutcome] = []
+        seen: set[tuple[int, str]] = set()
+        for item in items:
+            if isinstance(item, InboundMessage):
+                outcomes.append(self._message_outcome(item, written, seen))
+            elif isinstance(item, Recall):
+                outcomes.append(await self._recall(item))
+            else:
+                outcomes.append(self._member_change(item))
+        if self._events:
+            await self._conn.execute(insert(Event), self._events)
+        return outcomes
+
+    def _person(self, platform: str, user_id: str) -> int:
+        return self._people[UserKey(platform, user_id)].person_id
+
+    async def _insert_messages(self, messages: list[InboundMessage]) -> dict[tuple[int, str], int]:
+        rows: dict[tuple[int, str], dict[str, Any]] = {}
+        for msg in messages:
+            key = (self._streams[msg.stream], msg.platform_message_id)
+            rows.setdefault(key, self._message_row(msg, key[0]))
+        if not rows:
+            return {}
+        stmt = insert_ignoring_conflicts(self._conn, Message.__table__)  # type: ignore[arg-type]
+        result = await self._conn.execute(
+            stmt.returning(Message.id, Message.stream_id, Message.platform_message_id),
+            list(rows.values()),
+        )
+        return {(r.stream_id, r.platform_message_id): r.id for r in result}
+
+    def _message_row(self, msg: InboundMessage, stream_id: int) -> dict[str, Any]:
+        return {
+            "stream_id": stream_id,
+            "sender_person_id": self._person(msg.stream.platform, msg.sender.user_id),
+            "platform_message_id": msg.platform_message_id,
+            "time": msg.time,
+            "stored_at": self._now,
+            "text": msg.text,
+            "segments": [seg.to_json() for seg in msg.segments],
+            "reply_to": msg.reply_to,
+            "mentions": list(msg.mentions),
+            "mentions_all": msg.mentions_all,
+            "is_poke": msg.is_poke,
+            "from_bot": msg.from_bot,
+            "recalled": False,
+            "suppressed": False,
+            "truncated": msg.truncated,
+        }
+
+    def _message_outcome(
+        self,
+        msg: InboundMessage,
+        written: dict[tuple[int, str], int],
+        seen: set[tuple[int, str]],
+    ) -> MessageWritten:
+        stream_id = self._streams[msg.stream]
+        person_id = self._person(msg.stream.platform, msg.sender.user_id)
+        key = (stream_id, msg.platform_message_id)
+        message_id = written.get(key)
+        if message_id is not None and key not in seen:
+            seen.add(key)
+            if not msg.from_bot:
+                self._event("inbound", stream_id, person_id, message_id)
+            return MessageWritten(message_id, stream_id, person_id, duplicate=False)
+        # Already stored (earlier, or earlier in this very batch): a duplicate delivery.
+        self._event(
+            "inbound_duplicate",
+            stream_id,
+            person_id,
+            message_id,
+            payload={"platform_message_id": msg.platform_message_id},
+        )
+        return MessageWritten(message_id or 0, stream_id, person_id, duplicate=True)
+
+    async def _recall(self, recall: Recall) -> NoticeWritten:
+        stream_id = self._streams[recall.stream]
+        operator = self._person(recall.stream.platform, recall.operator_id)
+        result = await self._conn.execute(
+            update(Message)
+            .where(
+                Message.stream_id == stream_id,
+                Message.platform_message_id == recall.platform_message_id,
+            )
+            .values(recalled=True)
+            .returning(Message.id)
+        )
+        message_id = result.scalar_one_or_none()
+        self._event(
+            "message_recalled",
+            stream_id,
+            operator,
+            message_id,
+            reason="" if message_id is not None else "not_in_timeline",
+            payload={"platform_message_id": recall.platform_message_id},
+        )
+        return NoticeWritten(stream_id, operator, message_id)
+
+    def _member_change(self, change: MemberChange) -> NoticeWritten:
+        stream_id = self._streams[change.stream]
+        person_id = self._person(change.stream.platform, change.user_id)
+        self._event(
+            "member_joined" if change.joined else "member_left",
+            stream_id,
+            person_id,
+            None,
+            reason=change.sub_type,
+            payload={"user_id": change.user_id, "operator_id": change.operator_id},
+        )
+        return NoticeWritten(stream_id, person_id)
+
+    def _event(
+        self,
+        kind: str,
+        stream_id: int,
+        person_id: int,
+        message_id: int | None,
+        *,
+        reason: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        self._events.append(
+            {
+                "kind": kind,
+                "turn_id": None,
+                "stream_id": stream_id,
+                "person_id": person_id,
+                "message_id": message_id,
+                "reason": reason,
+                "payload": payload or {},
+                "created_at": self._now,
+            }
+        )
