@@ -10,6 +10,7 @@ import nonebot
 from packages._runtime import install_runtime
 from pallas.app import Runtime
 from pallas.config import ConfigError, Settings, load_settings
+from pallas.logs import install_log_guard
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
 
 PLUGINS = ("packages.ingress", "packages.console")
@@ -25,6 +26,8 @@ def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:
         superusers=set(settings.superusers),
         nickname=set(settings.nickname),
     )
+    # After init: NoneBot installs its own log patcher there, which the guard keeps.
+    install_log_guard(getattr(nonebot, "_log_patcher", None))
     driver = nonebot.get_driver()
     driver.register_adapter(PallasOneBotAdapter)
     runtime = Runtime.build(settings)

@@ -9,7 +9,8 @@ from nonebot.message import event_preprocessor
 from nonebot.plugin import PluginMetadata
 
 from packages._runtime import current_runtime
-from pallas.core.text import excerpt
+from pallas.core.inbound import InboundMessage
+from pallas.core.text import describe_inbound, excerpt
 from pallas.platform.onebot.translate import UnsupportedEventError, translate_event
 
 __plugin_meta__ = PluginMetadata(
@@ -24,17 +25,38 @@ async def persist_inbound(event: Event) -> None:
     try:
         translation = translate_event(event)
     except UnsupportedEventError as exc:
-        logger.warning("event ignored: {}: {}", exc, excerpt(repr(event.model_dump()), 160))
+        logger.warning("event ignored: {}: {}", exc, _summary(event))
         raise IgnoredException(str(exc)) from None
-    if translation.unknown_segment_types:
-        logger.warning(
-            "unknown segment types {} kept as placeholders", list(translation.unknown_segment_types)
-        )
     inbound = translation.event
     if inbound is None:
         return
-    if getattr(inbound, "truncated", False):
-        logger.warning("oversized message truncated: {}", excerpt(getattr(inbound, "text", "")))
+    if translation.unknown_segment_types:
+        logger.warning(
+            "unknown segment types {} kept as placeholders: {}",
+            list(translation.unknown_segment_types),
+            describe_inbound(inbound),
+        )
+    if isinstance(inbound, InboundMessage) and inbound.truncated:
+        logger.warning("oversized message truncated: {}", describe_inbound(inbound))
     result = await current_runtime().ingress.accept(inbound)
     if not result.should_continue:
         raise IgnoredException(result.outcome.value)
+
+
+_SUMMARY_KEYS = (
+    "post_type",
+    "message_type",
+    "notice_type",
+    "sub_type",
+    "message_id",
+    "group_id",
+    "user_id",
+    "raw_message",
+)
+
+
+def _summary(event: Event) -> str:
+    """The fields that identify an event, bounded; never the whole payload."""
+    data = event.model_dump()
+    known = {key: data[key] for key in _SUMMARY_KEYS if key in data}
+    return excerpt(repr(known if len(known) > 2 else data), 200)

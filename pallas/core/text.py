@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.inbound import InboundEvent, InboundMessage, Segment, SegmentKind
 
 
 def excerpt(text: str, limit: int = 120) -> str:
@@ -18,3 +18,14 @@ def excerpt(text: str, limit: int = 120) -> str:
 def render_plain_text(segments: Iterable[Segment]) -> str:
     """The timeline's text: segment renderings joined; replies are carried separately."""
     return "".join(seg.text for seg in segments if seg.kind is not SegmentKind.REPLY)
+
+
+def describe_inbound(item: InboundEvent) -> str:
+    """A short, log-safe description of an inbound fact."""
+    stream = f"{item.stream.kind}:{item.stream.external_id}"
+    if isinstance(item, InboundMessage):
+        return (
+            f"{stream} msg {item.platform_message_id} from {item.sender.user_id}: "
+            f"{excerpt(item.text, 60)}"
+        )
+    return f"{stream} {type(item).__name__}"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loguru import logger
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, Recall
@@ -183,6 +183,7 @@ class _Batch:
         self._streams = streams
         self._people = people
         self._events: list[dict[str, Any]] = []
+        self._inserted: set[tuple[int, str]] = set()
 
     async def apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
         messages = [i for i in items if isinstance(i, InboundMessage)]
@@ -215,7 +216,24 @@ class _Batch:
             stmt.returning(Message.id, Message.stream_id, Message.platform_message_id),
             list(rows.values()),
         )
-        return {(r.stream_id, r.platform_message_id): r.id for r in result}
+        inserted = {(r.stream_id, r.platform_message_id): r.id for r in result}
+        self._inserted = set(inserted)
+        existing = rows.keys() - inserted.keys()
+        if existing:
+            inserted.update(await self._existing_ids(existing))
+        return inserted
+
+    async def _existing_ids(self, keys: set[tuple[int, str]]) -> dict[tuple[int, str], int]:
+        result = await self._conn.execute(
+            select(Message.id, Message.stream_id, Message.platform_message_id).where(
+                Message.platform_message_id.in_({pid for _, pid in keys})
+            )
+        )
+        return {
+            (r.stream_id, r.platform_message_id): r.id
+            for r in result
+            if (r.stream_id, r.platform_message_id) in keys
+        }
 
     def _message_row(self, msg: InboundMessage, stream_id: int) -> dict[str, Any]:
         return {
@@ -246,7 +264,7 @@ class _Batch:
         person_id = self._person(msg.stream.platform, msg.sender.user_id)
         key = (stream_id, msg.platform_message_id)
         message_id = written.get(key)
-        if message_id is not None and key not in seen:
+        if key in self._inserted and key not in seen:
             seen.add(key)
             if not msg.from_bot:
                 self._event("inbound", stream_id, person_id, message_id)

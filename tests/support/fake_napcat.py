@@ -207,4 +207,4 @@ class FakeNapCat:
 
 
 def _raw(segments: list[dict[str, Any]]) -> str:
-    return "".join(s["data"].get("text", f"[{s['type']}]") for s in segments)
+    return "".join(s.get("data", {}).get("text", f"[{s['type']}]") for s in segments)

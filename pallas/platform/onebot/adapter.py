@@ -34,9 +34,17 @@ class PallasBot(Bot):
     @override
     async def handle_event(self, event: Event) -> None:
         if isinstance(event, MessageEvent):
-            event.message.reduce()
-            _check_at_me(self, event)
-            _check_nickname(self, event)
+            try:
+                event.message.reduce()
+                _check_at_me(self, event)
+                _check_nickname(self, event)
+            except Exception as exc:  # a malformed segment; ingress still records the rest
+                log.warning(
+                    "bot {}: could not read mentions of message {}: {!r}",
+                    self.self_id,
+                    event.message_id,
+                    exc,
+                )
         await handle_event(self, event)
 
 
@@ -105,6 +113,7 @@ class PallasOneBotAdapter(Adapter):
             raise FrameError(f"unreadable event: {excerpt(str(data))}")
         task = asyncio.create_task(bot.handle_event(event))
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(_log_failure)
         self.tasks.add(task)
 
     @classmethod
@@ -124,6 +133,11 @@ class PallasOneBotAdapter(Adapter):
             return Event.model_validate(json_data)
         except Exception:
             return None
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.opt(exception=exc).error("event handling failed: {!r}", exc)
 
 
 def _decode(data: str | bytes) -> dict[str, Any]:

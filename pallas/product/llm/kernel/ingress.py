@@ -14,7 +14,7 @@ from typing import Protocol
 from loguru import logger
 
 from pallas.core.inbound import InboundEvent, InboundMessage
-from pallas.core.text import excerpt
+from pallas.core.text import describe_inbound
 from pallas.store.timeline import MessageWritten, TimelineWriter
 
 
@@ -72,12 +72,12 @@ class Ingress:
         try:
             written = await self._writer.write(item)
         except Exception as exc:
-            logger.error("inbound not persisted ({!r}): {}", exc, _describe(item))
+            logger.error("inbound not persisted ({!r}): {}", exc, describe_inbound(item))
             return IngressResult(IngressOutcome.FAILED)
         if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
             return IngressResult(IngressOutcome.RECORDED)
         if written.duplicate:
-            logger.info("duplicate delivery ignored: {}", _describe(item))
+            logger.info("duplicate delivery ignored: {}", describe_inbound(item))
             return IngressResult(IngressOutcome.DUPLICATE)
         stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
         if item.from_bot:
@@ -91,13 +91,3 @@ class Ingress:
         except Exception as exc:
             # The message is committed; a failing later stage must not lose it or crash ingress.
             logger.opt(exception=exc).error("next stage failed for message {}", stored.message_id)
-
-
-def _describe(item: InboundEvent) -> str:
-    stream = f"{item.stream.kind}:{item.stream.external_id}"
-    if isinstance(item, InboundMessage):
-        return (
-            f"{stream} msg {item.platform_message_id} from {item.sender.user_id}: "
-            f"{excerpt(item.text, 60)}"
-        )
-    return f"{stream} {type(item).__name__}"
