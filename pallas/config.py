@@ -24,6 +24,14 @@ _URL_SCHEMES = {
 }
 
 
+# What to write, for keys whose validation messages alone are not obvious to an owner.
+_EXPECTED = {
+    "PORT": "an integer from 1 to 65535",
+    "SUPERUSERS": 'a JSON list of QQ ids such as ["12345"]',
+    "NICKNAME": 'a JSON list of names such as ["牛牛"]',
+}
+
+
 class ConfigError(Exception):
     """A configuration value is missing or malformed; the message names the key."""
 
@@ -133,7 +141,8 @@ def _describe(exc: ValidationError) -> str:
         key = ".".join(str(part) for part in error["loc"]).upper()
         message = str(error["msg"]).removeprefix("Value error, ")
         if key:
-            lines.append(f"{key}: {message} (got {error.get('input')!r})")
+            hint = f"; expected {_EXPECTED[key]}" if key in _EXPECTED else ""
+            lines.append(f"{key}: {message}{hint} (got {error.get('input')!r})")
         else:
             lines.append(message)
     return "invalid configuration:\n  " + "\n  ".join(lines)
@@ -145,6 +154,6 @@ def _describe_parse_error(exc: SettingsError) -> str:
     text = str(exc)
     field = text.split('"')[1] if text.count('"') >= 2 else "?"
     return (
-        f"invalid configuration:\n  {field.upper()}: expected a JSON list such as "
-        f'["12345"] ({text})'
+        f"invalid configuration:\n  {field.upper()}: expected "
+        f"{_EXPECTED.get(field.upper(), 'valid JSON')} ({text})"
     )

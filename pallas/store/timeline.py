@@ -160,7 +160,10 @@ def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
     for item in items:
         platform = item.stream.platform
         if isinstance(item, InboundMessage):
-            users[UserKey(platform, item.sender.user_id)] = item.sender.display_name
+            # The platform-wide nickname; a group card is per group and a poke carries none.
+            key = UserKey(platform, item.sender.user_id)
+            if item.sender.nickname or key not in users:
+                users[key] = item.sender.nickname
         elif isinstance(item, Recall):
             users.setdefault(UserKey(platform, item.operator_id), "")
         else:

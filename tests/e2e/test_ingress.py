@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import httpx
+
 from tests.support.bot_process import BotProcess
 from tests.support.fake_napcat import FakeNapCat, at, image, next_message_id, reply, text
 from tests.support.timeline_db import TimelineDb, wait_for
@@ -38,7 +40,7 @@ async def test_group_message_is_persisted_with_stream_and_person(
     kinds = [s["kind"] for s in json.loads(row["segments"])]
     assert kinds == ["reply", "at", "text", "image"]
     person = timeline.query("SELECT display_name FROM person WHERE id = ?", row["sender_person_id"])
-    assert person[0]["display_name"] == "明哥"
+    assert person[0]["display_name"] == "小明", "the platform nickname, not this group's card"
     inbound = timeline.query("SELECT * FROM event WHERE kind='inbound' AND message_id=?", row["id"])
     assert len(inbound) == 1 and inbound[0]["turn_id"] is None
 
@@ -54,6 +56,21 @@ async def test_same_user_in_two_groups_is_one_person(
     b = await _stored(timeline, second["message_id"])
     assert a["stream_id"] != b["stream_id"]
     assert a["sender_person_id"] == b["sender_person_id"]
+
+
+async def test_a_poke_does_not_erase_a_known_name(napcat: FakeNapCat, timeline: TimelineDb) -> None:
+    said = napcat.group_message(7103, 525252, "我是有名字的", nickname="Alice")
+    await napcat.send_event(said)
+    await napcat.send_event(napcat.poke(7103, 525252, napcat.self_id))
+    row = await _stored(timeline, said["message_id"])
+    await wait_for(
+        lambda: timeline.query(
+            "SELECT 1 FROM message WHERE is_poke=1 AND sender_person_id=?", row["sender_person_id"]
+        ),
+        what="poke",
+    )
+    names = timeline.query("SELECT display_name FROM person WHERE id=?", row["sender_person_id"])
+    assert names[0]["display_name"] == "Alice"
 
 
 async def test_private_message_gets_a_private_stream(
@@ -152,6 +169,19 @@ async def test_cq_code_lookalike_text_stays_text(napcat: FakeNapCat, timeline: T
     assert row["text"] == "[CQ:at,qq=all] [CQ:image,file=x]"
     assert [s["kind"] for s in json.loads(row["segments"])] == ["text"]
     assert not row["mentions_all"]
+
+
+async def test_only_reverse_websocket_is_served(
+    running_bot: BotProcess, timeline: TimelineDb, napcat: FakeNapCat
+) -> None:
+    forged = napcat.group_message(7801, 141414, "forged over HTTP")
+    forged.update(time=1, self_id=555)
+    async with httpx.AsyncClient() as client:
+        for path in ("/onebot/v11/", "/onebot/v11/http", "/onebot/v11/http/"):
+            response = await client.post(running_bot.http_url + path, json=forged)
+            assert response.status_code in (404, 405), path
+    assert timeline.messages(forged["message_id"]) == []
+    assert "555" not in (await running_bot.health())["bots"]
 
 
 async def test_health_lists_the_connected_bot(running_bot: BotProcess, napcat: FakeNapCat) -> None:

@@ -18,12 +18,15 @@ from typing import Any
 from loguru import logger as log
 from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, MessageEvent
 from nonebot.adapters.onebot.v11.bot import _check_at_me, _check_nickname
-from nonebot.drivers import WebSocket
+from nonebot.drivers import URL, WebSocket, WebSocketServerSetup
 from nonebot.exception import WebSocketClosed
 from nonebot.message import handle_event
 from typing_extensions import override
 
 from pallas.core.text import excerpt
+
+REVERSE_WS_PATHS = ("/onebot/v11/ws", "/onebot/v11/ws/", "/onebot/v11/")
+FRAME_TOO_BIG = 1009  # WebSocket close code for a message over the server's size limit
 
 
 class FrameError(ValueError):
@@ -49,7 +52,19 @@ class PallasBot(Bot):
 
 
 class PallasOneBotAdapter(Adapter):
-    """Same name and protocol as the upstream adapter; per-frame fault isolation."""
+    """Same name and protocol as the upstream adapter; per-frame fault isolation.
+
+    Only reverse WebSocket is served: the upstream HTTP POST routes do not check the
+    access token, so they are not registered at all.
+    """
+
+    @override
+    def _setup(self) -> None:
+        for path in REVERSE_WS_PATHS:
+            self.setup_websocket_server(
+                WebSocketServerSetup(URL(path), f"{self.get_name()} WS {path}", self._handle_ws)
+            )
+        self.driver.on_shutdown(self._stop)
 
     @override
     async def _handle_ws(self, websocket: WebSocket) -> None:
@@ -85,7 +100,13 @@ class PallasOneBotAdapter(Adapter):
         while True:
             try:
                 data = await websocket.receive()
-            except WebSocketClosed:
+            except WebSocketClosed as exc:
+                if exc.code == FRAME_TOO_BIG:
+                    log.warning(
+                        "bot {}: NapCat sent a frame over the size limit; the server closed "
+                        "the connection (NapCat reconnects)",
+                        bot.self_id,
+                    )
                 return
             except Exception as exc:  # the transport itself failed; the connection is gone
                 log.warning("bot {}: connection lost: {!r}", bot.self_id, exc)

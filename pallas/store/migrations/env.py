@@ -2,7 +2,7 @@
 
 At start-up the bot passes its own connection (see pallas/store/migrate.py). From the command
 line (`alembic -c pallas/store/migrations/alembic.ini revision --autogenerate -m ...`) it
-connects to PALLAS_DATABASE_URL, or to ./data/pallas.db.
+connects to PALLAS_DATABASE_URL, or to pallas.db in PALLAS_DATA_DIR (./data).
 """
 
 from __future__ import annotations
@@ -41,5 +41,6 @@ given = context.config.attributes.get("connection")
 if given is not None:
     _run(given)
 else:
-    default = f"sqlite+aiosqlite:///{os.path.abspath('data/pallas.db')}"
+    data_dir = os.environ.get("PALLAS_DATA_DIR", "data")
+    default = f"sqlite+aiosqlite:///{os.path.abspath(os.path.join(data_dir, 'pallas.db'))}"
     asyncio.run(_run_from_url(os.environ.get("PALLAS_DATABASE_URL") or default))

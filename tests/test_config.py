@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pallas.config import ConfigError, load_settings
+
+
+def test_defaults_match_the_contract() -> None:
+    settings = load_settings(env_file=None)
+    assert (settings.host, settings.port) == ("127.0.0.1", 8080)
+    assert settings.nickname == ["牛牛"]
+    assert settings.superusers == []
+    assert settings.pallas_data_dir == Path("data")
+    assert settings.database_url.startswith("sqlite+aiosqlite:///")
+    assert settings.database_url.endswith("data/pallas.db")
+    assert settings.model_chat_enabled is False
+
+
+def test_env_file_values_and_json_lists(tmp_path: Path) -> None:
+    env = tmp_path / ".env"
+    env.write_text(
+        'SUPERUSERS=[12345, "678"]\nNICKNAME=["小帕", " "]\nPORT=9090\n', encoding="utf-8"
+    )
+    settings = load_settings(env_file=env)
+    assert settings.superusers == ["12345", "678"]
+    assert settings.nickname == ["小帕"]
+    assert settings.port == 9090
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"port": "eighty"}, "PORT"),
+        ({"port": 70000}, "PORT"),
+        ({"nickname": []}, "NICKNAME"),
+        ({"pallas_database_url": "mysql://localhost/x"}, "PALLAS_DATABASE_URL"),
+        ({"host": "0.0.0.0"}, "ONEBOT_ACCESS_TOKEN"),
+        ({"llm_model": "deepseek-chat"}, "LLM_BASE_URL"),
+    ],
+)
+def test_bad_values_name_the_key(overrides: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_settings(env_file=None, **overrides)
+    assert f"{key}:" in str(error.value)
+
+
+def test_unparseable_list_names_the_key(tmp_path: Path) -> None:
+    env = tmp_path / ".env"
+    env.write_text("SUPERUSERS=12345\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_settings(env_file=env)
+    assert "SUPERUSERS:" in str(error.value)
+    assert "a JSON list of QQ ids" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "effective"),
+    [
+        ("sqlite:///x.db", "sqlite+aiosqlite:///x.db"),
+        ("postgres://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+        ("postgresql://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+        ("postgresql+asyncpg://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+    ],
+)
+def test_database_url_gets_the_async_driver(given: str, effective: str) -> None:
+    assert load_settings(env_file=None, pallas_database_url=given).database_url == effective
+
+
+def test_public_host_is_fine_with_a_token() -> None:
+    settings = load_settings(env_file=None, host="0.0.0.0", onebot_access_token="s3cret")
+    assert settings.host == "0.0.0.0"
+
+
+def test_quick_model_config_turns_model_chat_on() -> None:
+    settings = load_settings(env_file=None, llm_base_url="http://127.0.0.1:1/v1", llm_model="m")
+    assert settings.model_chat_enabled is True

@@ -1,0 +1,86 @@
+"""Imports follow the architecture: each layer imports only layers beneath it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Rank of each layer; a module may import only from layers of lower or equal rank.
+LAYERS = [
+    ("pallas.core", 0),
+    ("pallas", 0),  # the package marker only; longer prefixes win
+    ("pallas.config", 0),
+    ("pallas.logs", 0),
+    ("pallas.store", 1),
+    ("pallas.platform", 1),
+    ("pallas.providers", 1),
+    ("pallas.product", 2),
+    ("pallas.console", 3),
+    ("pallas.app", 4),
+    ("packages", 5),
+    ("bot", 6),
+]
+
+
+def rank(module: str) -> int | None:
+    matches = [
+        (len(prefix), value)
+        for prefix, value in LAYERS
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(matches)[1] if matches else None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def sources() -> list[Path]:
+    files = [*ROOT.glob("pallas/**/*.py"), *ROOT.glob("packages/**/*.py"), ROOT / "bot.py"]
+    return [f for f in files if "migrations" not in f.parts]
+
+
+def test_no_module_imports_a_layer_above_it() -> None:
+    violations = []
+    for path in sources():
+        own = rank(module_name(path))
+        assert own is not None, f"{path} belongs to no layer"
+        for name in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            other = rank(name)
+            if other is not None and other > own:
+                violations.append(f"{module_name(path)} imports {name}")
+    assert violations == []
+
+
+def test_core_imports_nothing_of_ours_but_core() -> None:
+    for path in ROOT.glob("pallas/core/**/*.py"):
+        for name in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            assert not name.startswith(("pallas.", "packages")) or name.startswith("pallas.core"), (
+                f"{path.name} imports {name}"
+            )
+
+
+def test_imports_are_at_module_level() -> None:
+    nested = []
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                nested += [
+                    f"{path.name}:{n.lineno}"
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Import | ast.ImportFrom)
+                ]
+    assert nested == []
