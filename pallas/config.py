@@ -59,6 +59,13 @@ class Settings(BaseSettings):
     pallas_providers_file: Path | None = None
     pallas_console_token: str = ""
 
+    @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
+    @classmethod
+    def _empty_means_default(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None if info.field_name == "pallas_providers_file" else Path("data")
+        return value
+
     @field_validator("superusers", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:

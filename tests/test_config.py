@@ -76,3 +76,20 @@ def test_public_host_is_fine_with_a_token() -> None:
 def test_quick_model_config_turns_model_chat_on() -> None:
     settings = load_settings(env_file=None, llm_base_url="http://127.0.0.1:1/v1", llm_model="m")
     assert settings.model_chat_enabled is True
+
+
+CONTRACT_KEYS = [
+    "HOST", "PORT", "ONEBOT_ACCESS_TOKEN", "SUPERUSERS", "NICKNAME", "PALLAS_DATA_DIR",
+    "PALLAS_DATABASE_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "PALLAS_PROVIDERS_FILE",
+    "PALLAS_CONSOLE_TOKEN",
+]
+ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
+
+
+def test_env_example_documents_every_key_with_its_default() -> None:
+    lines = ENV_EXAMPLE.read_text(encoding="utf-8").splitlines()
+    keys = [line.split("=", 1)[0] for line in lines if line and not line.startswith("#")]
+    assert keys == CONTRACT_KEYS
+    from_example = load_settings(env_file=ENV_EXAMPLE)
+    assert from_example.model_dump() == load_settings(env_file=None).model_dump()
+    assert from_example.model_chat_enabled is False
