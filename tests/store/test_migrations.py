@@ -11,9 +11,10 @@ from pallas.store.migrate import upgrade_to_head
 from pallas.store.models import Base
 
 
-async def test_migrations_produce_exactly_the_models_schema(tmp_path: Path) -> None:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
+async def test_migrations_produce_exactly_the_models_schema(store_url: str) -> None:
+    engine = create_engine(store_url)
     await upgrade_to_head(engine)
+    await upgrade_to_head(engine)  # a second start changes nothing
     async with engine.connect() as conn:
         diff = await conn.run_sync(
             lambda sync: compare_metadata(
@@ -26,9 +27,8 @@ async def test_migrations_produce_exactly_the_models_schema(tmp_path: Path) -> N
     assert tables == set(Base.metadata.tables) | {"alembic_version"}
 
 
-async def test_upgrade_is_idempotent_and_sqlite_is_tuned(tmp_path: Path) -> None:
+async def test_sqlite_is_tuned_and_its_folder_created(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'sub' / 'm.db'}")
-    await upgrade_to_head(engine)
     await upgrade_to_head(engine)
     async with engine.connect() as conn:
         journal = (await conn.execute(text("PRAGMA journal_mode"))).scalar()

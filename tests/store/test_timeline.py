@@ -5,25 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.engine import create_engine
-from pallas.store.migrate import upgrade_to_head
 from pallas.store.models import Event, Identity, Message, Person, Stream
 from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter, WriterClosedError
 from tests.support.inbound import group, member_change, message, recall
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
-    await upgrade_to_head(engine)
-    yield engine
-    await engine.dispose()
 
 
 @pytest.fixture
@@ -56,9 +46,9 @@ async def test_concurrent_writes_share_transactions(
 
 
 async def test_a_caller_resumes_only_after_its_row_is_committed(
-    tmp_path: Path, engine: AsyncEngine, writer: TimelineWriter
+    store_url: str, engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
-    other = create_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")  # another connection
+    other = create_engine(store_url)  # another engine: sees only committed rows
 
     async def write_then_look(i: int) -> int:
         written = await writer.write(message(f"c{i}"))

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.engine import create_engine
+from pallas.store.migrate import upgrade_to_head
 from tests.support.bot_process import BotProcess
 from tests.support.fake_napcat import FakeNapCat
+from tests.support.postgres import PostgresServer, postgres_configured
 from tests.support.timeline_db import TimelineDb
 
 ACCESS_TOKEN = "test-token"
 _self_ids = itertools.count(20_001)
+_databases = itertools.count(1)
+BACKENDS = ["sqlite", "postgresql"] if postgres_configured() else ["sqlite"]
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +55,43 @@ def timeline(running_bot: BotProcess) -> TimelineDb:
 @pytest.fixture
 def fresh_bot_dir(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    configured = os.environ.get("PALLAS_TEST_POSTGRES_URL")
+    if configured:
+        yield configured
+        return
+    server = PostgresServer().start()
+    try:
+        yield server.admin_url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty database on each backend the machine can run."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    admin = make_url(request.getfixturevalue("postgres_admin_url"))
+    name = f"pallas_test_{os.getpid()}_{next(_databases)}"
+    conn = await asyncpg.connect(
+        host=admin.host, port=admin.port, user=admin.username, password=admin.password,
+        database=admin.database or "postgres",
+    )
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return admin.set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
+    """A migrated engine on a fresh database."""
+    engine = create_engine(store_url)
+    await upgrade_to_head(engine)
+    yield engine
+    await engine.dispose()

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.llm.kernel.ingress import Ingress, IngressOutcome, StoredMessage
-from pallas.store.engine import create_engine
-from pallas.store.migrate import upgrade_to_head
 from pallas.store.models import Message
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import member_change, message
@@ -33,14 +30,6 @@ class Recorder:
         self.seen.append(stored)
         if self.fail:
             raise RuntimeError("next stage exploded")
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'i.db'}")
-    await upgrade_to_head(engine)
-    yield engine
-    await engine.dispose()
 
 
 @pytest.fixture
