@@ -79,8 +79,17 @@ def test_quick_model_config_turns_model_chat_on() -> None:
 
 
 CONTRACT_KEYS = [
-    "HOST", "PORT", "ONEBOT_ACCESS_TOKEN", "SUPERUSERS", "NICKNAME", "PALLAS_DATA_DIR",
-    "PALLAS_DATABASE_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "PALLAS_PROVIDERS_FILE",
+    "HOST",
+    "PORT",
+    "ONEBOT_ACCESS_TOKEN",
+    "SUPERUSERS",
+    "NICKNAME",
+    "PALLAS_DATA_DIR",
+    "PALLAS_DATABASE_URL",
+    "LLM_BASE_URL",
+    "LLM_API_KEY",
+    "LLM_MODEL",
+    "PALLAS_PROVIDERS_FILE",
     "PALLAS_CONSOLE_TOKEN",
 ]
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"

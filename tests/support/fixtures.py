@@ -78,7 +78,10 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     admin = make_url(request.getfixturevalue("postgres_admin_url"))
     name = f"pallas_test_{os.getpid()}_{next(_databases)}"
     conn = await asyncpg.connect(
-        host=admin.host, port=admin.port, user=admin.username, password=admin.password,
+        host=admin.host,
+        port=admin.port,
+        user=admin.username,
+        password=admin.password,
         database=admin.database or "postgres",
     )
     try:

@@ -55,8 +55,17 @@ class PostgresServer:
     def start(self) -> PostgresServer:
         self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", SUPERUSER)
         options = f"-p {self.port} -k {self._root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run("pg_ctl", "-D", str(self._data), "-o", options, "-w",
-                  "-l", str(self._root / "server.log"), "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self._data),
+            "-o",
+            options,
+            "-w",
+            "-l",
+            str(self._root / "server.log"),
+            "start",
+        )
         return self
 
     def stop(self) -> None:

@@ -1,0 +1,85 @@
+"""Gate and scheduling knobs: typed, documented defaults, overridable per group in the store.
+
+Every field is explained for group owners in docs/gating.md.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+_RANGE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class GatePolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    must_reply_on_mention: bool = True
+    poke_window_s: float = Field(300, gt=0)
+    poke_limit: int = Field(3, ge=0)
+    natural_window_s: float = Field(90, ge=0)
+    follow_up_window_s: float = Field(60, ge=0)
+    ongoing_exchange_s: float = Field(120, ge=0)
+    reply_window_s: float = Field(600, gt=0)
+    max_replies_in_window: int = Field(8, ge=0)
+    answer_public_questions: bool = True
+    join_hot_conversations: bool = False
+    hot_window_s: float = Field(60, gt=0)
+    hot_min_messages: int = Field(12, ge=2)
+    hot_min_speakers: int = Field(3, ge=2)
+    ambient_probability: float = Field(0.02, ge=0, le=1)
+    ambient_cooldown_s: float = Field(900, ge=0)
+    ambient_hourly_budget: int = Field(2, ge=0)
+    quiet_hours: tuple[str, ...] = ()
+    timezone: str = "Asia/Shanghai"
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            if not _RANGE.match(item):
+                raise ValueError(f"expected HH:MM-HH:MM, got {item!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}") from None
+        return value
+
+    def with_overrides(self, overrides: dict[str, Any]) -> GatePolicy:
+        """This policy with a group's stored overrides applied; invalid ones raise."""
+        return GatePolicy.model_validate(self.model_dump() | overrides)
+
+
+def is_quiet_time(now: datetime, policy: GatePolicy) -> bool:
+    """Whether `now` (aware) falls in one of the policy's quiet ranges, in its time zone."""
+    local = now.astimezone(ZoneInfo(policy.timezone)).time()
+    return any(_in_range(local, item) for item in policy.quiet_hours)
+
+
+def _in_range(moment: time, item: str) -> bool:
+    start_text, end_text = item.split("-")
+    start, end = time.fromisoformat(start_text), time.fromisoformat(end_text)
+    if start <= end:
+        return start <= moment < end
+    return moment >= start or moment < end  # a range across midnight
+
+
+def effective_policy(
+    defaults: GatePolicy, overrides: dict[str, Any] | None
+) -> tuple[GatePolicy, str | None]:
+    """Apply overrides; on invalid overrides keep the defaults and say why."""
+    if not overrides:
+        return defaults, None
+    try:
+        return defaults.with_overrides(overrides), None
+    except ValidationError as exc:
+        return defaults, f"invalid group overrides ignored: {exc.errors()[0]['msg']}"
