@@ -243,11 +243,11 @@ class TargetResult:
     burst: PhaseResult
     steady: PhaseResult
     duplicate_acks: int
-    exit_code: int | None
-    log_lines: list[str]
+    sent_ids: list[int]
+    exit_code: int | None = None
+    log_lines: list[str] = field(default_factory=list)
     db_rows: int | None = None
     db_ids_match: bool | None = None
-    sent_ids: list[int] = field(default_factory=list)
 
     @property
     def acks_missing(self) -> int:
@@ -262,7 +262,7 @@ class TargetResult:
         return self.acks_missing > 0 or rows_wrong
 
 
-async def drive(ws_url: str, args: argparse.Namespace) -> TargetResult:
+async def drive(name: str, ws_url: str, args: argparse.Namespace) -> TargetResult:
     factory = MessageFactory()
     client = await AckClient(ws_url).connect()
     try:
@@ -274,9 +274,7 @@ async def drive(ws_url: str, args: argparse.Namespace) -> TargetResult:
         steady = await run_steady(client, steady_frames, args.rate)
     finally:
         await client.close()
-    result = TargetResult("", warmup, burst, steady, client.duplicate_acks, None, [])
-    result.sent_ids = factory.sent_ids
-    return result
+    return TargetResult(name, warmup, burst, steady, client.duplicate_acks, factory.sent_ids)
 
 
 async def bench_target(name: str, script: Path, args: argparse.Namespace) -> TargetResult:
@@ -286,11 +284,10 @@ async def bench_target(name: str, script: Path, args: argparse.Namespace) -> Tar
         try:
             await proc.wait_ready(timeout=60)
             startup_log = len(proc.log())
-            result = await drive(proc.ws_url, args)
+            result = await drive(name, proc.ws_url, args)
         finally:
-            result_code = proc.stop()
-        result.name = name
-        result.exit_code = result_code
+            exit_code = proc.stop()
+        result.exit_code = exit_code
         # Only what was logged from readiness on: start-up notices are not the benchmark's.
         logged = proc.log()[startup_log:]
         result.log_lines = [line for line in logged.splitlines() if line.strip()]

@@ -119,6 +119,8 @@ class Message(Base):
     recalled: Mapped[bool] = mapped_column(Boolean, default=False)
     suppressed: Mapped[bool] = mapped_column(Boolean, default=False)
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The turn that consumed this message; empty while it waits (or was never admitted).
+    turn_id: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Event(Base):
@@ -139,3 +141,24 @@ class Event(Base):
     reason: Mapped[str] = mapped_column(String(64), default="")
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class StreamPolicy(Base):
+    """A group's overrides of the gate knobs (see GatePolicy); edited from the console."""
+
+    __tablename__ = "stream_policy"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    overrides: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class StreamState(Base):
+    """Conversation state that must survive a restart."""
+
+    __tablename__ = "stream_state"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    # The bot looked at the last exchange and chose silence: the natural window is closed.
+    follow_up_declined: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

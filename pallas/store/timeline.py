@@ -1,30 +1,24 @@
 """The timeline writer: group commit of inbound facts, idempotent on the platform message id.
 
-Concurrent callers share one transaction; each caller resumes only once its own row is
-committed. A batch that fails is retried one item at a time, so one bad row cannot take its
-neighbours down with it.
+Concurrent callers share one transaction (see group_commit.py); each resumes only once its
+own row is committed.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from loguru import logger
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, Recall
+from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
 from pallas.store.models import Event, Message
 from pallas.store.sql import insert_ignoring_conflicts
-
-
-class WriterClosedError(RuntimeError):
-    """The writer is stopping; nothing more is accepted."""
 
 
 @dataclass(frozen=True)
@@ -43,17 +37,12 @@ class NoticeWritten:
 
 
 WriteOutcome = MessageWritten | NoticeWritten
+__all__ = ["MessageWritten", "NoticeWritten", "TimelineWriter", "WriteOutcome", "WriterClosedError"]
 Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass
-class _Pending:
-    item: InboundEvent
-    future: asyncio.Future[WriteOutcome]
 
 
 class TimelineWriter:
@@ -65,74 +54,25 @@ class TimelineWriter:
         *,
         clock: Clock = utc_now,
         max_batch: int = 500,
-        linger_s: float = 0.002,
+        linger_s: float = 0.0,
     ) -> None:
         self._engine = engine
         self._clock = clock
-        self._max_batch = max_batch
-        self._linger_s = linger_s
-        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
         self._streams = StreamResolver()
         self._people = PersonResolver()
+        self._committer: GroupCommitter[InboundEvent, WriteOutcome] = GroupCommitter(
+            "timeline writer", self._apply, max_batch=max_batch, linger_s=linger_s
+        )
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="timeline-writer")
+        self._committer.start()
 
     async def close(self) -> None:
         """Commit everything already accepted, then stop."""
-        if self._task is None or self._closed:
-            return
-        self._closed = True
-        self._queue.put_nowait(None)
-        await self._task
+        await self._committer.close()
 
     async def write(self, item: InboundEvent) -> WriteOutcome:
-        if self._closed or self._task is None:
-            raise WriterClosedError("timeline writer is not running")
-        future: asyncio.Future[WriteOutcome] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(item, future))
-        return await future
-
-    async def _run(self) -> None:
-        while True:
-            first = await self._queue.get()
-            if first is None:
-                return
-            if self._queue.empty() and self._linger_s > 0:
-                # Give producers that are already on their way a chance to share this commit.
-                await asyncio.sleep(self._linger_s)
-            batch, stop = self._drain(first)
-            await self._commit(batch)
-            if stop:
-                return
-
-    def _drain(self, first: _Pending) -> tuple[list[_Pending], bool]:
-        batch = [first]
-        while len(batch) < self._max_batch and not self._queue.empty():
-            nxt = self._queue.get_nowait()
-            if nxt is None:
-                return batch, True
-            batch.append(nxt)
-        return batch, False
-
-    async def _commit(self, batch: list[_Pending]) -> None:
-        try:
-            outcomes = await self._apply([p.item for p in batch])
-        except Exception as exc:
-            if len(batch) == 1:
-                logger.opt(exception=exc).error("timeline write failed: {}", type(exc).__name__)
-                _settle(batch[0].future, exc)
-                return
-            logger.warning(
-                "timeline batch of {} failed ({!r}); retrying one by one", len(batch), exc
-            )
-            for pending in batch:
-                await self._commit([pending])
-            return
-        for pending, outcome in zip(batch, outcomes, strict=True):
-            _settle(pending.future, outcome)
+        return await self._committer.submit(item)
 
     async def _apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
         now = self._clock()
@@ -144,15 +84,6 @@ class TimelineWriter:
         self._streams.remember(streams)
         self._people.remember(people)
         return outcomes
-
-
-def _settle(future: asyncio.Future[WriteOutcome], result: WriteOutcome | BaseException) -> None:
-    if future.done():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
 
 
 def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:

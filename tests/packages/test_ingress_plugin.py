@@ -1,4 +1,4 @@
-"""The ingress preprocessor inside NoneBot (nonebug): persist first, stop duplicates."""
+"""The ingress plugin inside NoneBot (nonebug): persist first, stop duplicates."""
 
 from __future__ import annotations
 
@@ -35,20 +35,48 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
     await runtime.stop()
 
 
-async def test_message_is_committed_before_handlers_and_duplicates_stop(
+async def test_hook_is_registered_persists_first_and_stops_duplicates(
     app: App, runtime: Runtime
 ) -> None:
+    adapter = nonebot.get_adapter(PallasOneBotAdapter)
+    persist_inbound = adapter.inbound_hook
+    assert persist_inbound is not None and persist_inbound.__module__ == "packages.ingress"
     napcat = FakeNapCat("ws://unused", 10000)
     data = {"time": 1_764_500_000, "self_id": 10000, **napcat.group_message(600, 42, "你好")}
-    event = GroupMessageEvent.model_validate(data)
-    duplicate = GroupMessageEvent.model_validate(data)
     db = TimelineDb(runtime.settings.pallas_data_dir / "pallas.db")
     async with app.test_matcher(later_handler) as ctx:
-        adapter = nonebot.get_adapter(PallasOneBotAdapter)
         bot = ctx.create_bot(base=PallasBot, adapter=adapter, self_id="10000")
-        ctx.receive_event(bot, event)
-        ctx.receive_event(bot, duplicate)
+        for _ in range(2):  # the second delivery is a duplicate
+            event = GroupMessageEvent.model_validate(data)
+            # What PallasBot.handle_event does: the hook first, NoneBot's dispatch if it passes.
+            if await persist_inbound(bot, event):
+                assert len(db.messages(data["message_id"])) == 1, "committed before dispatch"
+                ctx.receive_event(bot, event)
     assert handled == [data["message_id"]]
     rows = db.messages(data["message_id"])
     assert len(rows) == 1 and rows[0]["text"] == "你好"
     assert len(db.events("inbound_duplicate")) == 1
+
+
+async def test_unreadable_events_stop_at_the_hook(app: App, runtime: Runtime) -> None:
+    adapter = nonebot.get_adapter(PallasOneBotAdapter)
+    persist_inbound = adapter.inbound_hook
+    assert persist_inbound is not None
+    async with app.test_api() as ctx:
+        bot = ctx.create_bot(base=PallasBot, adapter=adapter, self_id="10000")
+        broken = PallasOneBotAdapter.json_to_event(
+            {"time": 1, "self_id": 10000, "post_type": "message", "message_type": "group"}
+        )
+        heartbeat = PallasOneBotAdapter.json_to_event(
+            {
+                "time": 1,
+                "self_id": 10000,
+                "post_type": "meta_event",
+                "meta_event_type": "heartbeat",
+                "status": {},
+                "interval": 5000,
+            }
+        )
+        assert broken is not None and heartbeat is not None
+        assert await persist_inbound(bot, broken) is False
+        assert await persist_inbound(bot, heartbeat) is True
