@@ -1,18 +1,49 @@
-"""The object graph, built once at start-up: settings -> store -> writer -> ingress."""
+"""The object graph, built once at start-up.
+
+settings -> store -> timeline writer -> ingress -> admission (gate) -> scheduler -> turn runner
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
+from pallas.product.llm.kernel.admission import (
+    ActivityBook,
+    Admission,
+    AdmissionDeps,
+    PolicyBook,
+)
 from pallas.product.llm.kernel.ingress import Ingress
+from pallas.product.llm.kernel.policy import GatePolicy
+from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
+from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
+from pallas.product.llm.kernel.scheduler import Scheduler
+from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
+from pallas.store import kernel_state
 from pallas.store.engine import backend_name, create_engine
+from pallas.store.ledger import LedgerWriter
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.timeline import TimelineWriter
+
+LOTTERY_SEED = "pallas-ambient"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    gate: GatePolicy = field(default_factory=GatePolicy)
+    # Admitted messages younger than this that no turn consumed are re-buffered at start-up.
+    rebuffer_window: timedelta = timedelta(minutes=2)
 
 
 @dataclass
@@ -20,14 +51,58 @@ class Runtime:
     settings: Settings
     engine: AsyncEngine
     writer: TimelineWriter
+    ledger: LedgerWriter
     ingress: Ingress
+    scheduler: Scheduler
+    admission: Admission
+    runner: RunnerDeps
+    kernel: KernelConfig
     console_token: str = field(default="", repr=False)
 
     @classmethod
-    def build(cls, settings: Settings) -> Runtime:
+    def build(
+        cls,
+        settings: Settings,
+        kernel: KernelConfig | None = None,
+        handler: TurnHandler | None = None,
+    ) -> Runtime:
+        kernel = kernel or KernelConfig()
         engine = create_engine(settings.database_url)
-        writer = TimelineWriter(engine)
-        return cls(settings=settings, engine=engine, writer=writer, ingress=Ingress(writer))
+        writer, ledger = TimelineWriter(engine), LedgerWriter(engine)
+        activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
+        runner = RunnerDeps(
+            ledger=ledger,
+            handler=handler or NoTurnHandler(),
+            turn_ids=TurnIds(0),
+            activity=activities.cached,
+            policy=policies.cached,
+            clock=utc_now,
+            lottery_seed=LOTTERY_SEED,
+        )
+        scheduler = Scheduler(partial(run_turn, deps=runner), ledger)
+        admission = Admission(
+            AdmissionDeps(
+                engine=engine,
+                ledger=ledger,
+                scheduler=scheduler,
+                activities=activities,
+                policies=policies,
+                names=tuple(settings.nickname),
+                clock=utc_now,
+                lottery_seed=LOTTERY_SEED,
+            )
+        )
+        return cls(
+            settings=settings,
+            engine=engine,
+            writer=writer,
+            ledger=ledger,
+            ingress=Ingress(writer, admission),
+            scheduler=scheduler,
+            admission=admission,
+            runner=runner,
+            kernel=kernel,
+        )
 
     @property
     def database_backend(self) -> str:
@@ -46,12 +121,20 @@ class Runtime:
             )
             raise
         self.writer.start()
+        self.ledger.start()
+        self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
+        await rebuffer_unconsumed(
+            self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window
+        )
+        self.scheduler.start()
         self.console_token = ensure_console_token(self.settings.pallas_console_token, data_dir)
         logger.info("store ready: {} database", self.database_backend)
         _announce_model_chat(self.settings)
 
     async def stop(self) -> None:
+        await self.scheduler.stop()
         await self.writer.close()
+        await self.ledger.close()
         await self.engine.dispose()
 
 

@@ -26,6 +26,19 @@ class TimelineLine:
     time: datetime
 
 
+_LINE_COLUMNS = (
+    Message.id,
+    Message.sender_person_id,
+    Message.from_bot,
+    Message.text,
+    Message.segments,
+    Message.is_poke,
+    Message.recalled,
+    Message.suppressed,
+    Message.time,
+)
+
+
 @dataclass(frozen=True)
 class SentPoke:
     """A poke the bot made, as the timeline recorded it."""
@@ -49,7 +62,7 @@ async def lines_up_to(
         .scalar_subquery()
     )
     query = (
-        select(Message)
+        select(*_LINE_COLUMNS)
         .where(Message.stream_id == stream_id, Message.id <= anchor)
         .order_by(Message.id.desc())
         .limit(limit)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Table
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -22,6 +22,13 @@ def insert_ignoring_conflicts(conn: AsyncConnection, table: Table) -> Insert:
     if conn.dialect.name == "sqlite":
         return sqlite_insert(table).on_conflict_do_nothing()
     raise RuntimeError(f"unsupported database backend: {conn.dialect.name}")
+
+
+def upsert(conn: AsyncConnection, table: Table, key: list[str], values: dict[str, Any]) -> Insert:
+    """INSERT ... ON CONFLICT (key) DO UPDATE SET the non-key values."""
+    stmt = pg_insert(table) if conn.dialect.name == "postgresql" else sqlite_insert(table)
+    changed = {name: value for name, value in values.items() if name not in key}
+    return stmt.values(**values).on_conflict_do_update(index_elements=key, set_=changed)
 
 
 class BoundedCache(Generic[K, V]):

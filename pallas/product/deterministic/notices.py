@@ -86,4 +86,3 @@ def render_notice(template: str, *, user_id: str, name: str) -> tuple[Segment, .
         if text:
             segments.append(Segment(SegmentKind.TEXT, text=text))
     return tuple(segments)
-

@@ -29,15 +29,22 @@ class StoredMessage:
 
 
 class NextStage(Protocol):
-    """What ingress hands committed, new, inbound messages to (the gate, later)."""
+    """What ingress hands committed, new messages to (the gate)."""
 
-    async def on_message(self, stored: StoredMessage) -> None: ...
+    async def on_message(self, stored: StoredMessage) -> None:
+        """A new message from someone else."""
+
+    async def on_own_message(self, stored: StoredMessage) -> None:
+        """A new message the bot sent (reported by the platform)."""
 
 
 class NoNextStage:
     """Used while nothing is plugged in after ingress: messages are recorded, nothing more."""
 
     async def on_message(self, stored: StoredMessage) -> None:
+        return None
+
+    async def on_own_message(self, stored: StoredMessage) -> None:
         return None
 
 
@@ -80,14 +87,18 @@ class Ingress:
             logger.info("duplicate delivery ignored: {}", describe_inbound(item))
             return IngressResult(IngressOutcome.DUPLICATE)
         stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
+        await self._hand_on(stored)
         if item.from_bot:
             return IngressResult(IngressOutcome.RECORDED, stored)
-        await self._hand_on(stored)
         return IngressResult(IngressOutcome.ACCEPTED, stored)
 
     async def _hand_on(self, stored: StoredMessage) -> None:
+        stage = self._next_stage
         try:
-            await self._next_stage.on_message(stored)
+            if stored.message.from_bot:
+                await stage.on_own_message(stored)
+            else:
+                await stage.on_message(stored)
         except Exception as exc:
             # The message is committed; a failing later stage must not lose it or crash ingress.
             logger.opt(exception=exc).error("next stage failed for message {}", stored.message_id)

@@ -1,0 +1,65 @@
+"""Recent activity of one stream, as the gate needs it: a bounded, rebuildable cache.
+
+It is a cache over the timeline and the ledger (see `ActivityBook.load`), so a restart
+loses nothing: the next message of a stream rebuilds its view from the store.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+HORIZON = timedelta(hours=1)  # the longest window any gate knob looks back over
+MAX_SIGHTINGS = 500
+
+
+@dataclass(frozen=True)
+class Sighting:
+    message_id: int
+    platform_message_id: str
+    person_id: int
+    at: datetime
+    from_bot: bool = False
+    mentioned_me: bool = False
+    poked_me: bool = False
+    replied_to_me: bool = False
+
+    @property
+    def direct(self) -> bool:
+        """Addressed to the bot by @, poke or reply."""
+        return self.mentioned_me or self.poked_me or self.replied_to_me
+
+
+class StreamActivity:
+    def __init__(
+        self,
+        sightings: Iterable[Sighting] = (),
+        ambient_turns: Iterable[datetime] = (),
+        follow_up_declined: bool = False,
+    ) -> None:
+        self.sightings: deque[Sighting] = deque(sightings, maxlen=MAX_SIGHTINGS)
+        self.ambient_turns: deque[datetime] = deque(ambient_turns, maxlen=64)
+        self.follow_up_declined = follow_up_declined
+
+    def add(self, sighting: Sighting) -> None:
+        self.sightings.append(sighting)
+        self._prune(sighting.at)
+
+    def add_ambient_turn(self, at: datetime) -> None:
+        self.ambient_turns.append(at)
+
+    def is_bot_message(self, platform_message_id: str) -> bool | None:
+        """True/False when the message is in view; None when it is older than the view."""
+        for sighting in self.sightings:
+            if sighting.platform_message_id == platform_message_id:
+                return sighting.from_bot
+        return None
+
+    def _prune(self, now: datetime) -> None:
+        cutoff = now - HORIZON
+        while self.sightings and self.sightings[0].at < cutoff:
+            self.sightings.popleft()
+        while self.ambient_turns and self.ambient_turns[0] < cutoff:
+            self.ambient_turns.popleft()

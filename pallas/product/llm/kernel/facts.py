@@ -1,0 +1,154 @@
+"""Facts for the gate: per message (fixed at arrival) and per stream (read at decision time).
+
+All pure: the stream's recent activity and the time are passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from pallas.core.inbound import InboundMessage, StreamKind
+from pallas.product.llm.kernel.activity import Sighting, StreamActivity
+from pallas.product.llm.kernel.gate import AmbientChance, GateRequest
+from pallas.product.llm.kernel.policy import GatePolicy, is_quiet_time
+from pallas.product.llm.kernel.signals import looks_like_public_question, names_in, opens_with_name
+
+
+@dataclass(frozen=True)
+class MessageFacts:
+    """What one message says about attention. Counted once, at arrival, never recomputed."""
+
+    is_poke: bool = False
+    mentioned_me: bool = False
+    called_by_name: bool = False
+    opens_with_name: bool = False
+    replied_to_me: bool = False
+    poked_me: bool = False
+    public_question: bool = False
+    pokes_in_window: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MessageFacts:
+        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+
+
+def read_message(msg: InboundMessage, names: Sequence[str], replied_to_bot: bool) -> MessageFacts:
+    """The attention facts of one message. A poke's synthetic text never names the bot."""
+    self_id = msg.stream.self_id
+    others = any(user != self_id for user in msg.mentions)
+    text = "" if msg.is_poke else msg.text
+    return MessageFacts(
+        is_poke=msg.is_poke,
+        mentioned_me=msg.mentions_me and not msg.is_poke,
+        called_by_name=names_in(text, names),
+        opens_with_name=opens_with_name(text, names),
+        replied_to_me=replied_to_bot,
+        poked_me=msg.is_poke and msg.mentions_me,
+        public_question=bool(text) and looks_like_public_question(text, others),
+    )
+
+
+def count_pokes(activity: StreamActivity, now: datetime, policy: GatePolicy) -> int:
+    """Pokes at the bot in the window, this one included (the activity already holds it)."""
+    return sum(
+        1
+        for s in activity.sightings
+        if s.poked_me and (now - s.at).total_seconds() <= policy.poke_window_s
+    )
+
+
+def merge_facts(facts: Iterable[MessageFacts]) -> MessageFacts:
+    """A batch's facts: attention OR-ed, poke count the maximum (never re-counted)."""
+    items = list(facts)
+    return MessageFacts(
+        is_poke=all(f.is_poke for f in items),
+        mentioned_me=any(f.mentioned_me for f in items),
+        called_by_name=any(f.called_by_name for f in items),
+        opens_with_name=any(f.opens_with_name for f in items),
+        replied_to_me=any(f.replied_to_me for f in items),
+        poked_me=any(f.poked_me for f in items),
+        public_question=any(f.public_question for f in items),
+        pokes_in_window=max((f.pokes_in_window for f in items), default=0),
+    )
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who is talking and which message the decision is about."""
+
+    kind: StreamKind
+    person_id: int
+    message_id: int
+    ambient_roll: float
+
+
+def gate_request(
+    asker: Asker,
+    facts: MessageFacts,
+    activity: StreamActivity,
+    policy: GatePolicy,
+    now: datetime,
+) -> GateRequest:
+    mine = [
+        s
+        for s in activity.sightings
+        if s.person_id == asker.person_id and not s.from_bot and s.message_id != asker.message_id
+    ]
+    bot = [s for s in activity.sightings if s.from_bot]
+    return GateRequest(
+        kind=asker.kind,
+        is_poke=facts.is_poke,
+        mentioned_me=facts.mentioned_me,
+        called_by_name=facts.called_by_name,
+        replied_to_me=facts.replied_to_me,
+        poked_me=facts.poked_me,
+        pokes_in_window=facts.pokes_in_window,
+        asleep=is_quiet_time(now, policy),
+        replies_in_window=_within(bot, now, policy.reply_window_s),
+        seconds_since_bot_spoke=_since_last(bot, now),
+        follow_up_declined=activity.follow_up_declined,
+        ongoing_exchange=_ongoing(mine, bot, now, policy),
+        in_follow_up_window=not facts.mentioned_me
+        and any(s.mentioned_me and _age(s, now) <= policy.follow_up_window_s for s in mine),
+        public_question=facts.public_question,
+        hot_conversation=_hot(activity, now, policy),
+        ambient=_ambient(activity, now, asker.ambient_roll),
+    )
+
+
+def _age(sighting: Sighting, now: datetime) -> float:
+    return (now - sighting.at).total_seconds()
+
+
+def _within(sightings: list[Sighting], now: datetime, window_s: float) -> int:
+    return sum(1 for s in sightings if _age(s, now) <= window_s)
+
+
+def _since_last(sightings: list[Sighting], now: datetime) -> float | None:
+    return _age(sightings[-1], now) if sightings else None
+
+
+def _ongoing(mine: list[Sighting], bot: list[Sighting], now: datetime, policy: GatePolicy) -> bool:
+    """This person addressed the bot recently and the bot answered after that."""
+    asked = [s for s in mine if s.direct and _age(s, now) <= policy.ongoing_exchange_s]
+    return bool(asked and bot and bot[-1].message_id > asked[-1].message_id)
+
+
+def _hot(activity: StreamActivity, now: datetime, policy: GatePolicy) -> bool:
+    recent = [
+        s for s in activity.sightings if not s.from_bot and _age(s, now) <= policy.hot_window_s
+    ]
+    speakers = {s.person_id for s in recent}
+    return len(recent) >= policy.hot_min_messages and len(speakers) >= policy.hot_min_speakers
+
+
+def _ambient(activity: StreamActivity, now: datetime, roll: float) -> AmbientChance:
+    turns = [t for t in activity.ambient_turns if (now - t).total_seconds() <= 3600]
+    last = (now - turns[-1]).total_seconds() if turns else None
+    return AmbientChance(roll=roll, seconds_since_last=last, in_last_hour=len(turns))

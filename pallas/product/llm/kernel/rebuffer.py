@@ -1,0 +1,45 @@
+"""After a restart: messages the gate let through but no turn consumed, if still fresh."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from loguru import logger
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import StreamKind
+from pallas.product.llm.kernel.facts import MessageFacts
+from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
+from pallas.product.llm.kernel.ingress import StoredMessage
+from pallas.product.llm.kernel.scheduler import Scheduler
+from pallas.product.llm.kernel.turn import Admitted
+from pallas.store import kernel_state
+
+
+async def rebuffer_unconsumed(engine: AsyncEngine, scheduler: Scheduler, since: datetime) -> int:
+    """Re-buffer admitted, unconsumed messages stored after `since`; older ones stay history."""
+    pending = await kernel_state.unconsumed_admitted(engine, since)
+    for row in pending:
+        stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
+        scheduler.submit(
+            Admitted(
+                stored,
+                MessageFacts.from_json(row.payload.get("facts", {})),
+                _disposition(row.payload),
+            ),
+            private=row.message.stream.kind is StreamKind.PRIVATE,
+        )
+    if pending:
+        logger.info("re-buffered {} message(s) that were waiting for a turn", len(pending))
+    return len(pending)
+
+
+def _disposition(payload: dict[str, object]) -> Disposition:
+    signals = payload.get("signals") or []
+    return Disposition(
+        Outcome(str(payload.get("outcome", "deliberate"))),
+        Reason(str(payload.get("reason", "attention")))
+        if "reason" in payload
+        else Reason.ATTENTION,
+        frozenset(Signal(str(s)) for s in signals),  # type: ignore[union-attr]
+    )

@@ -1,0 +1,176 @@
+"""One turn, start to end: claim the batch's messages, gate the batch again, hand it over.
+
+Reads like the turn in docs/architecture.md; each step is one function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from loguru import logger
+
+from pallas.core.inbound import StreamKind
+from pallas.product.llm.kernel.activity import StreamActivity
+from pallas.product.llm.kernel.facts import Asker, gate_request, merge_facts
+from pallas.product.llm.kernel.gate import Disposition, Reason, decide_disposition
+from pallas.product.llm.kernel.policy import GatePolicy
+from pallas.product.llm.kernel.scheduler import Batch
+from pallas.product.llm.kernel.trigger import (
+    SpeakTrigger,
+    classify_speak_trigger,
+    lottery_roll,
+    timeline_size,
+)
+from pallas.product.llm.kernel.turn import Turn, TurnDecision, TurnHandler
+from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter, SetFollowUpDeclined
+
+
+class TurnIds:
+    """Monotonic across restarts: seeded from the largest turn id the store has seen."""
+
+    def __init__(self, last: int) -> None:
+        self._last = last
+
+    def next(self) -> int:
+        self._last += 1
+        return self._last
+
+
+@dataclass
+class RunnerDeps:
+    ledger: LedgerWriter
+    handler: TurnHandler
+    turn_ids: TurnIds
+    activity: Callable[[int], StreamActivity | None]  # the stream's cached view, if loaded
+    policy: Callable[[int], GatePolicy]
+    clock: Callable[[], datetime]
+    lottery_seed: str
+
+
+async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
+    turn_id = deps.turn_ids.next()
+    disposition = gate_batch(batch, deps)
+    turn = build_turn(turn_id, batch, disposition)
+    await claim_messages(turn, deps)
+    if not disposition.passes:
+        deps.ledger.record(_dropped(turn))
+        return TurnDecision.DONE
+    if turn.trigger is SpeakTrigger.AMBIENT and disposition.reason is Reason.AMBIENT:
+        _remember_ambient(turn, deps)
+    return await hand_over(turn, deps)
+
+
+def gate_batch(batch: Batch, deps: RunnerDeps) -> Disposition:
+    """The same gate, on the merged batch and the stream as it is now."""
+    first = batch.items[0]
+    facts = merge_facts(item.facts for item in batch.items)
+    activity = deps.activity(batch.stream_id) or StreamActivity()
+    asker = Asker(
+        kind=first.stored.message.stream.kind,
+        person_id=first.sender_person_id,
+        message_id=batch.items[-1].message_id,
+        ambient_roll=lottery_roll(deps.lottery_seed, batch.stream_id, first.message_id),
+    )
+    policy = deps.policy(batch.stream_id)
+    return decide_disposition(gate_request(asker, facts, activity, policy, deps.clock()), policy)
+
+
+def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:
+    facts = merge_facts(item.facts for item in batch.items)
+    trigger = classify_speak_trigger(disposition, facts.opens_with_name)
+    messages = tuple(item.stored for item in batch.items)
+    stream = messages[0].message.stream
+    return Turn(
+        turn_id=turn_id,
+        stream_id=batch.stream_id,
+        stream=stream,
+        messages=messages,
+        text="\n".join(m.message.text for m in messages),
+        facts=facts,
+        disposition=disposition,
+        trigger=trigger,
+        timeline_size=timeline_size(trigger),
+        # A private chat that already waited is re-opened without `wait`.
+        may_wait=batch.may_wait,
+        watermark=max(m.message_id for m in messages),
+    )
+
+
+async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
+    """Committed before the handler runs: after a crash these messages are not re-run."""
+    await deps.ledger.write(
+        ConsumeMessages(turn.turn_id, tuple(m.message_id for m in turn.messages)),
+        LedgerEvent(
+            "turn_started",
+            turn.stream_id,
+            reason=turn.disposition.reason.value,
+            turn_id=turn.turn_id,
+            person_id=turn.messages[0].sender_person_id,
+            message_id=turn.watermark,
+            payload={
+                "message_ids": [m.message_id for m in turn.messages],
+                "outcome": turn.disposition.outcome.value,
+                "signals": sorted(turn.disposition.signals),
+                "trigger": turn.trigger.value,
+                "timeline_size": turn.timeline_size,
+            },
+        ),
+    )
+
+
+async def hand_over(turn: Turn, deps: RunnerDeps) -> TurnDecision:
+    try:
+        decision = await deps.handler.handle(turn)
+    except Exception as exc:
+        logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
+        deps.ledger.record(
+            LedgerEvent(
+                "turn_failed",
+                turn.stream_id,
+                reason=type(exc).__name__,
+                turn_id=turn.turn_id,
+                payload={"error": repr(exc)[:500]},
+            )
+        )
+        return TurnDecision.DONE
+    if decision is TurnDecision.WAIT and not turn.may_wait:
+        logger.warning("turn {}: wait is not allowed for this batch; treated as done", turn.turn_id)
+        decision = TurnDecision.DONE
+    await _after(turn, decision, deps)
+    return decision
+
+
+async def _after(turn: Turn, decision: TurnDecision, deps: RunnerDeps) -> None:
+    if decision is TurnDecision.WAIT:
+        # Not consumed after all: a restart while waiting re-buffers the batch.
+        await deps.ledger.write(ConsumeMessages(None, tuple(m.message_id for m in turn.messages)))
+        deps.ledger.record(LedgerEvent("turn_waiting", turn.stream_id, turn_id=turn.turn_id))
+    elif decision is TurnDecision.SILENT and turn.stream.kind is StreamKind.GROUP:
+        activity = deps.activity(turn.stream_id)
+        if activity is not None:
+            activity.follow_up_declined = True
+        deps.ledger.record(SetFollowUpDeclined(turn.stream_id, True))
+
+
+def _remember_ambient(turn: Turn, deps: RunnerDeps) -> None:
+    activity = deps.activity(turn.stream_id)
+    if activity is not None:
+        activity.add_ambient_turn(deps.clock())
+
+
+def _dropped(turn: Turn) -> LedgerEvent:
+    return LedgerEvent(
+        "gate_dropped",
+        turn.stream_id,
+        reason=turn.disposition.reason.value,
+        turn_id=turn.turn_id,
+        person_id=turn.messages[0].sender_person_id,
+        message_id=turn.watermark,
+        payload={
+            "stage": "batch",
+            "signals": sorted(turn.disposition.signals),
+            "message_ids": [m.message_id for m in turn.messages],
+        },
+    )

@@ -1,0 +1,156 @@
+"""What the turn kernel keeps in the store: recent activity, stream state and policy, and
+admitted messages no turn has consumed yet (re-buffered after a restart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
+from pallas.store.models import Event, Identity, Message, Stream, StreamPolicy, StreamState
+from pallas.store.sql import upsert
+
+
+@dataclass(frozen=True)
+class RecentRow:
+    message_id: int
+    platform_message_id: str
+    person_id: int
+    stored_at: datetime
+    from_bot: bool
+    is_poke: bool
+    mentions: tuple[str, ...]
+    reply_to: str | None
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """A message the gate let through that no turn has consumed yet."""
+
+    message_id: int
+    stream_id: int
+    person_id: int
+    message: InboundMessage
+    payload: dict[str, Any]
+
+
+async def max_turn_id(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        in_ledger = (await conn.execute(select(func.max(Event.turn_id)))).scalar()
+        in_timeline = (await conn.execute(select(func.max(Message.turn_id)))).scalar()
+    return max(in_ledger or 0, in_timeline or 0)
+
+
+async def recent_rows(engine: AsyncEngine, stream_id: int, since: datetime) -> list[RecentRow]:
+    query = (
+        select(
+            Message.id,
+            Message.platform_message_id,
+            Message.sender_person_id,
+            Message.stored_at,
+            Message.from_bot,
+            Message.is_poke,
+            Message.mentions,
+            Message.reply_to,
+        )
+        .where(Message.stream_id == stream_id, Message.stored_at >= since)
+        .order_by(Message.id)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [RecentRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6] or ()), r[7]) for r in rows]
+
+
+async def ambient_passes(engine: AsyncEngine, stream_id: int, since: datetime) -> list[datetime]:
+    query = select(Event.created_at).where(
+        Event.stream_id == stream_id,
+        Event.kind == "turn_started",
+        Event.reason == "ambient",
+        Event.created_at >= since,
+    )
+    async with engine.connect() as conn:
+        return [value for value in (await conn.execute(query)).scalars()]
+
+
+async def follow_up_declined(engine: AsyncEngine, stream_id: int) -> bool:
+    query = select(StreamState.follow_up_declined).where(StreamState.stream_id == stream_id)
+    async with engine.connect() as conn:
+        return bool((await conn.execute(query)).scalar())
+
+
+async def policy_overrides(engine: AsyncEngine, stream_id: int) -> dict[str, Any] | None:
+    query = select(StreamPolicy.overrides).where(StreamPolicy.stream_id == stream_id)
+    async with engine.connect() as conn:
+        return (await conn.execute(query)).scalar()
+
+
+async def save_policy_overrides(
+    engine: AsyncEngine, stream_id: int, overrides: dict[str, Any], now: datetime
+) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(
+            upsert(
+                conn,
+                StreamPolicy.__table__,
+                ["stream_id"],
+                {  # type: ignore[arg-type]
+                    "stream_id": stream_id,
+                    "overrides": overrides,
+                    "updated_at": now,
+                },
+            )
+        )
+
+
+async def is_bot_message(engine: AsyncEngine, stream_id: int, platform_message_id: str) -> bool:
+    query = select(Message.from_bot).where(
+        Message.stream_id == stream_id, Message.platform_message_id == platform_message_id
+    )
+    async with engine.connect() as conn:
+        return bool((await conn.execute(query)).scalar())
+
+
+async def unconsumed_admitted(engine: AsyncEngine, since: datetime) -> list[PendingRow]:
+    query = (
+        select(Message, Stream, Identity.user_id, Identity.nickname, Event.payload)
+        .join(Stream, Stream.id == Message.stream_id)
+        .join(Identity, Identity.person_id == Message.sender_person_id)
+        .join(Event, (Event.message_id == Message.id) & (Event.kind == "gate_passed"))
+        .where(Message.turn_id.is_(None), Message.stored_at >= since)
+        .order_by(Message.id)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [_pending(*row) for row in rows]
+
+
+async def release_consumption(engine: AsyncEngine, turn_id: int) -> None:
+    """Undo a turn's claim on its messages (used when the turn is held for `wait`)."""
+    async with engine.begin() as conn:
+        await conn.execute(update(Message).where(Message.turn_id == turn_id).values(turn_id=None))
+
+
+def _pending(
+    msg: Message, stream: Stream, user_id: str, nickname: str, payload: dict[str, Any]
+) -> PendingRow:
+    inbound = InboundMessage(
+        stream=StreamKey(
+            stream.platform, stream.self_id, StreamKind(stream.kind), stream.external_id
+        ),
+        sender=Sender(user_id=user_id, nickname=nickname),
+        platform_message_id=msg.platform_message_id,
+        time=msg.time,
+        segments=tuple(Segment.from_json(seg) for seg in msg.segments),
+        text=msg.text,
+        reply_to=msg.reply_to,
+        mentions=tuple(msg.mentions),
+        mentions_all=msg.mentions_all,
+        is_poke=msg.is_poke,
+        from_bot=msg.from_bot,
+        truncated=msg.truncated,
+    )
+    return PendingRow(msg.id, msg.stream_id, msg.sender_person_id, inbound, payload)

@@ -1,0 +1,125 @@
+"""The audit ledger writer, and the few turn facts that are written with it.
+
+Everything goes through one group commit, so a burst of gate decisions costs a handful of
+transactions. `write` waits for the commit; `record` does not (a failure is logged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loguru import logger
+from sqlalchemy import insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from pallas.store.group_commit import GroupCommitter
+from pallas.store.models import Event, Message, StreamState
+from pallas.store.sql import upsert
+from pallas.store.timeline import Clock, utc_now
+
+
+@dataclass(frozen=True)
+class LedgerEvent:
+    kind: str
+    stream_id: int | None
+    reason: str = ""
+    turn_id: int | None = None
+    person_id: int | None = None
+    message_id: int | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConsumeMessages:
+    """A turn takes these messages (turn_id None: gives them back, still waiting)."""
+
+    turn_id: int | None
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SetFollowUpDeclined:
+    stream_id: int
+    declined: bool
+
+
+LedgerOp = LedgerEvent | ConsumeMessages | SetFollowUpDeclined
+
+
+class LedgerWriter:
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._committer: GroupCommitter[LedgerOp, None] = GroupCommitter(
+            "ledger writer", self._apply, linger_s=0.0
+        )
+        self._background: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._committer.start()
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._committer.close()
+
+    async def write(self, *ops: LedgerOp) -> None:
+        """Commit the ops (together with whatever else is queued) and return."""
+        await asyncio.gather(*(self._committer.submit(op) for op in ops))
+
+    def record(self, *ops: LedgerOp) -> None:
+        """Queue the ops without waiting; a failed commit is logged, never raised here."""
+        task = asyncio.create_task(self.write(*ops))
+        self._background.add(task)
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("ledger record lost: {!r}", task.exception())
+
+    async def _apply(self, ops: Sequence[LedgerOp]) -> list[None]:
+        now = self._clock()
+        async with self._engine.begin() as conn:
+            await _apply_in(conn, ops, now)
+        return [None] * len(ops)
+
+
+async def _apply_in(conn: AsyncConnection, ops: Sequence[LedgerOp], now: Any) -> None:
+    for op in ops:
+        if isinstance(op, ConsumeMessages):
+            await conn.execute(
+                update(Message).where(Message.id.in_(op.message_ids)).values(turn_id=op.turn_id)
+            )
+        elif isinstance(op, SetFollowUpDeclined):
+            await conn.execute(
+                upsert(
+                    conn,
+                    StreamState.__table__,
+                    ["stream_id"],
+                    {  # type: ignore[arg-type]
+                        "stream_id": op.stream_id,
+                        "follow_up_declined": op.declined,
+                        "updated_at": now,
+                    },
+                )
+            )
+    events = [_event_row(op, now) for op in ops if isinstance(op, LedgerEvent)]
+    if events:
+        await conn.execute(insert(Event), events)
+
+
+def _event_row(op: LedgerEvent, now: Any) -> dict[str, Any]:
+    return {
+        "kind": op.kind,
+        "turn_id": op.turn_id,
+        "stream_id": op.stream_id,
+        "person_id": op.person_id,
+        "message_id": op.message_id,
+        "reason": op.reason,
+        "payload": op.payload,
+        "created_at": now,
+    }
