@@ -56,6 +56,7 @@ class Runtime:
     scheduler: Scheduler
     admission: Admission
     runner: RunnerDeps
+    policies: PolicyBook
     kernel: KernelConfig
     console_token: str = field(default="", repr=False)
 
@@ -101,6 +102,7 @@ class Runtime:
             scheduler=scheduler,
             admission=admission,
             runner=runner,
+            policies=policies,
             kernel=kernel,
         )
 

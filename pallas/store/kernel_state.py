@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
 from pallas.store.models import Event, Identity, Message, Stream, StreamPolicy, StreamState
@@ -123,8 +123,8 @@ async def unconsumed_admitted(engine: AsyncEngine, since: datetime) -> list[Pend
         .where(Message.turn_id.is_(None), Message.stored_at >= since)
         .order_by(Message.id)
     )
-    async with engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
+    async with AsyncSession(engine) as session:  # ORM rows: whole Message and Stream objects
+        rows = (await session.execute(query)).all()
     return [_pending(*row) for row in rows]
 
 

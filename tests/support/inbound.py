@@ -34,16 +34,26 @@ def message(
     platform_message_id: str | None = None,
     from_bot: bool = False,
     time: datetime = T0,
+    mentions: tuple[str, ...] = (),
+    reply_to: str | None = None,
+    is_poke: bool = False,
 ) -> InboundMessage:
     return InboundMessage(
         stream=stream or group(),
         sender=Sender(user_id=user_id, nickname=nickname),
-        platform_message_id=platform_message_id or str(next(_ids)),
+        platform_message_id=platform_message_id or f"p{next(_ids)}",
         time=time,
         segments=(Segment(SegmentKind.TEXT, text=text),),
         text=text,
         from_bot=from_bot,
+        mentions=mentions,
+        reply_to=reply_to,
+        is_poke=is_poke,
     )
+
+
+def private(user_id: str = "42", self_id: str = BOT_ID) -> StreamKey:
+    return StreamKey("qq", self_id, StreamKind.PRIVATE, user_id)
 
 
 def recall(platform_message_id: str, *, stream: StreamKey | None = None) -> Recall:

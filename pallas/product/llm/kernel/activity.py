@@ -39,12 +39,21 @@ class StreamActivity:
         ambient_turns: Iterable[datetime] = (),
         follow_up_declined: bool = False,
     ) -> None:
-        self.sightings: deque[Sighting] = deque(sightings, maxlen=MAX_SIGHTINGS)
+        self.sightings: deque[Sighting] = deque()
+        self._ids: set[int] = set()
         self.ambient_turns: deque[datetime] = deque(ambient_turns, maxlen=64)
         self.follow_up_declined = follow_up_declined
+        for sighting in sightings:
+            self.add(sighting)
 
     def add(self, sighting: Sighting) -> None:
+        """Record a message once (the view may already hold it from the store)."""
+        if sighting.message_id in self._ids:
+            return
         self.sightings.append(sighting)
+        self._ids.add(sighting.message_id)
+        if len(self.sightings) > MAX_SIGHTINGS:
+            self._ids.discard(self.sightings.popleft().message_id)
         self._prune(sighting.at)
 
     def add_ambient_turn(self, at: datetime) -> None:
@@ -60,6 +69,6 @@ class StreamActivity:
     def _prune(self, now: datetime) -> None:
         cutoff = now - HORIZON
         while self.sightings and self.sightings[0].at < cutoff:
-            self.sightings.popleft()
+            self._ids.discard(self.sightings.popleft().message_id)
         while self.ambient_turns and self.ambient_turns[0] < cutoff:
             self.ambient_turns.popleft()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -87,6 +88,13 @@ class PolicyBook:
     def cached(self, stream_id: int) -> GatePolicy:
         hit = self._cache.get(stream_id)
         return hit[0] if hit else self.defaults
+
+    async def save(self, stream_id: int, overrides: dict[str, Any], now: datetime) -> GatePolicy:
+        """Validate and store a group's overrides; they apply from the next message."""
+        policy = self.defaults.with_overrides(overrides)  # raises on an invalid knob
+        await kernel_state.save_policy_overrides(self._engine, stream_id, overrides, now)
+        self._cache.put_all({stream_id: (policy, now)})
+        return policy
 
     async def get(self, stream_id: int, now: datetime) -> GatePolicy:
         hit = self._cache.get(stream_id)
