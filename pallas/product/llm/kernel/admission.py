@@ -140,8 +140,10 @@ class Admission:
             stored.message_id,
             lottery_roll(deps.lottery_seed, stored.stream_id, stored.message_id),
         )
-        disposition = decide_disposition(gate_request(asker, facts, activity, policy, now), policy)
-        deps.ledger.record(_gate_event(stored, facts, disposition))
+        request = gate_request(asker, facts, activity, policy, now)
+        disposition = decide_disposition(request, policy)
+        # The audit keeps what the gate saw, e.g. that a forced @ arrived during quiet hours.
+        deps.ledger.record(_gate_event(stored, facts, disposition, asleep=request.asleep))
         if disposition.passes:
             deps.scheduler.submit(
                 Admitted(stored, facts, disposition), private=msg.stream.kind is StreamKind.PRIVATE
@@ -205,5 +207,6 @@ def _gate_event(
             "signals": sorted(disposition.signals),
             "trigger": trigger.value if disposition.passes else None,
             "facts": facts.to_json(),
+            "asleep": asleep,
         },
     )
