@@ -191,7 +191,7 @@ def _with_poke_count(facts: MessageFacts, pokes: int) -> MessageFacts:
 
 
 def _gate_event(
-    stored: StoredMessage, facts: MessageFacts, disposition: Disposition
+    stored: StoredMessage, facts: MessageFacts, disposition: Disposition, *, asleep: bool
 ) -> LedgerEvent:
     trigger = classify_speak_trigger(disposition, facts.opens_with_name)
     return LedgerEvent(
