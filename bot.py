@@ -13,7 +13,13 @@ from pallas.config import ConfigError, Settings, load_settings
 from pallas.logs import install_log_guard
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
 
-PLUGINS = ("packages.ingress", "packages.console")
+PLUGINS = (
+    "packages.ingress",
+    "packages.console",
+    "packages.repeater",
+    "packages.poke_back",
+    "packages.notices",
+)
 
 
 def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:

@@ -75,8 +75,8 @@ class Runtime:
             ledger=ledger,
             handler=handler or NoTurnHandler(),
             turn_ids=TurnIds(0),
-            activity=activities.cached,
-            policy=policies.cached,
+            activity=activities.get,
+            policy=policies.get,
             clock=utc_now,
             lottery_seed=LOTTERY_SEED,
         )

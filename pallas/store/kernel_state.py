@@ -120,7 +120,18 @@ async def unconsumed_admitted(engine: AsyncEngine, since: datetime) -> list[Pend
         .join(Stream, Stream.id == Message.stream_id)
         .join(Identity, Identity.person_id == Message.sender_person_id)
         .join(Event, (Event.message_id == Message.id) & (Event.kind == "gate_passed"))
-        .where(Message.turn_id.is_(None), Message.stored_at >= since)
+        .where(
+            Message.turn_id.is_(None),
+            Message.stored_at >= since,
+            # Passed at ingress but dropped afterwards (its buffer overflowed): not waiting.
+            Message.id.not_in(
+                select(Event.message_id).where(
+                    Event.kind == "gate_dropped",
+                    Event.message_id.is_not(None),
+                    Event.created_at >= since,
+                )
+            ),
+        )
         .order_by(Message.id)
     )
     async with AsyncSession(engine) as session:  # ORM rows: whole Message and Stream objects

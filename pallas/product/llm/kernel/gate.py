@@ -104,7 +104,7 @@ class Disposition:
 def decide_disposition(req: GateRequest, policy: GatePolicy) -> Disposition:
     if req.is_self_message:
         return Disposition(Outcome.DROP, Reason.SELF_MESSAGE)
-    if req.is_poke and req.pokes_in_window > policy.poke_limit:
+    if req.poked_me and req.pokes_in_window > policy.poke_limit:
         # Before the signals: a poke storm always lands inside the natural window.
         return Disposition(Outcome.DROP, Reason.POKE_FLOOD)
     signals = collect_signals(req, policy)
@@ -118,12 +118,14 @@ def decide_disposition(req: GateRequest, policy: GatePolicy) -> Disposition:
         return Disposition(Outcome.DROP, Reason.FREQUENCY_CAP, signals)
     if signals:
         return Disposition(Outcome.DELIBERATE, Reason.ATTENTION, signals)
-    if ambient_lottery_wins(req.ambient, policy):
+    if not req.is_poke and ambient_lottery_wins(req.ambient, policy):
         return Disposition(Outcome.DELIBERATE, Reason.AMBIENT, signals)
     return Disposition(Outcome.DROP, Reason.ATTENTION_FILTERED, signals)
 
 
 def collect_signals(req: GateRequest, policy: GatePolicy) -> frozenset[Signal]:
+    if req.is_poke and not req.poked_me:
+        return frozenset()  # members poking each other is not talk the bot joins
     found = {
         Signal.MENTIONED: req.mentioned_me,
         Signal.CALLED_BY_NAME: req.called_by_name and not req.is_poke,

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+MAX_WINDOW_S = 3600  # the activity view remembers one hour; no window may look further back
 _RANGE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
 
 
@@ -19,16 +20,16 @@ class GatePolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     must_reply_on_mention: bool = True
-    poke_window_s: float = Field(300, gt=0)
+    poke_window_s: float = Field(300, gt=0, le=MAX_WINDOW_S)
     poke_limit: int = Field(3, ge=0)
-    natural_window_s: float = Field(90, ge=0)
-    follow_up_window_s: float = Field(60, ge=0)
-    ongoing_exchange_s: float = Field(120, ge=0)
-    reply_window_s: float = Field(600, gt=0)
+    natural_window_s: float = Field(90, ge=0, le=MAX_WINDOW_S)
+    follow_up_window_s: float = Field(60, ge=0, le=MAX_WINDOW_S)
+    ongoing_exchange_s: float = Field(120, ge=0, le=MAX_WINDOW_S)
+    reply_window_s: float = Field(600, gt=0, le=MAX_WINDOW_S)
     max_replies_in_window: int = Field(8, ge=0)
     answer_public_questions: bool = True
     join_hot_conversations: bool = False
-    hot_window_s: float = Field(60, gt=0)
+    hot_window_s: float = Field(60, gt=0, le=MAX_WINDOW_S)
     hot_min_messages: int = Field(12, ge=2)
     hot_min_speakers: int = Field(3, ge=2)
     ambient_probability: float = Field(0.02, ge=0, le=1)

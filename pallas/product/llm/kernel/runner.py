@@ -5,7 +5,7 @@ Reads like the turn in docs/architecture.md; each step is one function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +18,6 @@ from pallas.product.llm.kernel.gate import Disposition, Reason, decide_dispositi
 from pallas.product.llm.kernel.policy import GatePolicy
 from pallas.product.llm.kernel.scheduler import Batch
 from pallas.product.llm.kernel.trigger import (
-    SpeakTrigger,
     classify_speak_trigger,
     lottery_roll,
     timeline_size,
@@ -43,38 +42,45 @@ class RunnerDeps:
     ledger: LedgerWriter
     handler: TurnHandler
     turn_ids: TurnIds
-    activity: Callable[[int], StreamActivity | None]  # the stream's cached view, if loaded
-    policy: Callable[[int], GatePolicy]
+    # The stream's activity view and policy, loaded from the store when not cached (after a
+    # restart, re-buffered batches are judged on the stream as the store remembers it).
+    activity: Callable[[int, str, datetime], Awaitable[StreamActivity]]
+    policy: Callable[[int, datetime], Awaitable[GatePolicy]]
     clock: Callable[[], datetime]
     lottery_seed: str
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
     turn_id = deps.turn_ids.next()
-    disposition = gate_batch(batch, deps)
+    now = deps.clock()
+    activity = await deps.activity(
+        batch.stream_id, batch.items[0].stored.message.stream.self_id, now
+    )
+    policy = await deps.policy(batch.stream_id, now)
+    disposition = gate_batch(batch, activity, policy, now, deps.lottery_seed)
     turn = build_turn(turn_id, batch, disposition)
     await claim_messages(turn, deps)
     if not disposition.passes:
         deps.ledger.record(_dropped(turn))
         return TurnDecision.DONE
-    if turn.trigger is SpeakTrigger.AMBIENT and disposition.reason is Reason.AMBIENT:
-        _remember_ambient(turn, deps)
-    return await hand_over(turn, deps)
+    if disposition.reason is Reason.AMBIENT:
+        activity.add_ambient_turn(now)
+    return await hand_over(turn, activity, deps)
 
 
-def gate_batch(batch: Batch, deps: RunnerDeps) -> Disposition:
+def gate_batch(
+    batch: Batch, activity: StreamActivity, policy: GatePolicy, now: datetime, lottery_seed: str
+) -> Disposition:
     """The same gate, on the merged batch and the stream as it is now."""
     first = batch.items[0]
     facts = merge_facts(item.facts for item in batch.items)
-    activity = deps.activity(batch.stream_id) or StreamActivity()
     asker = Asker(
         kind=first.stored.message.stream.kind,
         person_id=first.sender_person_id,
         message_id=batch.items[-1].message_id,
-        ambient_roll=lottery_roll(deps.lottery_seed, batch.stream_id, first.message_id),
+        ambient_roll=lottery_roll(lottery_seed, batch.stream_id, first.message_id),
     )
-    policy = deps.policy(batch.stream_id)
-    return decide_disposition(gate_request(asker, facts, activity, policy, deps.clock()), policy)
+    return decide_disposition(gate_request(asker, facts, activity, policy, now), policy)
 
 
 def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:
@@ -120,7 +126,7 @@ async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
     )
 
 
-async def hand_over(turn: Turn, deps: RunnerDeps) -> TurnDecision:
+async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> TurnDecision:
     try:
         decision = await deps.handler.handle(turn)
     except Exception as exc:
@@ -138,26 +144,26 @@ async def hand_over(turn: Turn, deps: RunnerDeps) -> TurnDecision:
     if decision is TurnDecision.WAIT and not turn.may_wait:
         logger.warning("turn {}: wait is not allowed for this batch; treated as done", turn.turn_id)
         decision = TurnDecision.DONE
-    await _after(turn, decision, deps)
+    await _after(turn, decision, activity, deps)
     return decision
 
 
-async def _after(turn: Turn, decision: TurnDecision, deps: RunnerDeps) -> None:
+async def _after(
+    turn: Turn, decision: TurnDecision, activity: StreamActivity, deps: RunnerDeps
+) -> None:
+    if decision is not TurnDecision.WAIT:
+        deps.ledger.record(
+            LedgerEvent(
+                "turn_finished", turn.stream_id, reason=decision.value, turn_id=turn.turn_id
+            )
+        )
     if decision is TurnDecision.WAIT:
         # Not consumed after all: a restart while waiting re-buffers the batch.
         await deps.ledger.write(ConsumeMessages(None, tuple(m.message_id for m in turn.messages)))
         deps.ledger.record(LedgerEvent("turn_waiting", turn.stream_id, turn_id=turn.turn_id))
     elif decision is TurnDecision.SILENT and turn.stream.kind is StreamKind.GROUP:
-        activity = deps.activity(turn.stream_id)
-        if activity is not None:
-            activity.follow_up_declined = True
+        activity.follow_up_declined = True
         deps.ledger.record(SetFollowUpDeclined(turn.stream_id, True))
-
-
-def _remember_ambient(turn: Turn, deps: RunnerDeps) -> None:
-    activity = deps.activity(turn.stream_id)
-    if activity is not None:
-        activity.add_ambient_turn(deps.clock())
 
 
 def _dropped(turn: Turn) -> LedgerEvent:

@@ -98,11 +98,16 @@ class Scheduler:
             "stream {}: buffer full, {} oldest message(s) left unanswered", stream_id, len(dropped)
         )
         self._ledger.record(
-            LedgerEvent(
-                "buffer_overflow",
-                stream_id,
-                reason="buffer_full",
-                payload={"message_ids": [d.message_id for d in dropped]},
+            *(
+                LedgerEvent(
+                    "gate_dropped",
+                    stream_id,
+                    reason="buffer_overflow",
+                    person_id=d.sender_person_id,
+                    message_id=d.message_id,
+                    payload={"stage": "buffer"},
+                )
+                for d in dropped
             )
         )
 
@@ -189,6 +194,14 @@ class Scheduler:
                 self._hold(stream_id, batch)
         except Exception as exc:
             logger.opt(exception=exc).error("stream {}: turn failed", stream_id)
+            self._ledger.record(
+                LedgerEvent(
+                    "turn_failed",
+                    stream_id,
+                    reason=type(exc).__name__,
+                    payload={"error": repr(exc)[:500]},
+                )
+            )
         finally:
             self.release(stream_id)
 
@@ -198,7 +211,8 @@ class Scheduler:
         stream.items.extendleft(reversed(batch.items))
         stream.waited = True
         stream.held_at = self._monotonic()
-        stream.watermark = max(item.message_id for item in stream.items)
+        # Anything newer than the batch itself (even if it arrived while deciding) ends the wait.
+        stream.watermark = max(item.message_id for item in batch.items)
 
     # -- introspection for the console and tests ------------------------------------------
 

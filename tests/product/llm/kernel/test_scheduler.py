@@ -19,6 +19,7 @@ from pallas.product.llm.kernel.scheduler import Batch, Scheduler, TurnSource
 from pallas.product.llm.kernel.turn import Admitted, TurnDecision
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Stream
+from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import T0, group, message
 
 PASS = Disposition(Outcome.DELIBERATE, Reason.ATTENTION)
@@ -33,12 +34,11 @@ def admitted(stream_id: int, person_id: int = 1) -> Admitted:
 
 @pytest.fixture
 async def ledger(engine: AsyncEngine) -> AsyncIterator[LedgerWriter]:
-    async with engine.begin() as conn:  # the ledger's rows point at real streams
+    async with engine.begin() as conn:  # ledger rows point at real streams (ids 1..30), people
         await conn.execute(
             insert(Stream),
             [
                 {
-                    "id": i,
                     "platform": "qq",
                     "self_id": "1",
                     "kind": "group",
@@ -121,30 +121,44 @@ async def test_a_batch_is_the_head_run_of_one_sender(ledger: LedgerWriter) -> No
 async def test_overflow_is_recorded_and_other_streams_still_run(
     engine: AsyncEngine, ledger: LedgerWriter
 ) -> None:
+    timeline = TimelineWriter(engine)  # overflow records point at real timeline rows
+    timeline.start()
+    burst = []
+    for i in range(1_001):
+        msg = message(f"b{i}", stream=group("burst"), user_id=str(i % 7))
+        written = await timeline.write(msg)
+        burst.append(
+            Admitted(
+                StoredMessage(written.message_id, written.stream_id, written.person_id, msg),
+                MessageFacts(),
+                PASS,
+            )
+        )
+    await timeline.close()
+    stuck_stream = burst[0].stored.stream_id
     release = asyncio.Event()
     ran: list[int] = []
 
     async def turn(batch: Batch) -> TurnDecision:
-        if batch.stream_id == 1:
-            await release.wait()  # stream 1 is stuck in a long turn
+        if batch.stream_id == stuck_stream:
+            await release.wait()  # this stream is stuck in a long turn
         ran.append(batch.stream_id)
         return TurnDecision.DONE
 
     scheduler = Scheduler(turn, ledger, buffer_cap=50)
     scheduler.start()
-    scheduler.submit(admitted(1, person_id=9), private=False)
-    await _until(lambda: 1 in scheduler.running)
-    for i in range(1_000):
-        scheduler.submit(admitted(1, person_id=i % 7), private=False)
+    scheduler.submit(burst[0], private=False)
+    await _until(lambda: stuck_stream in scheduler.running)
+    for item in burst[1:]:
+        scheduler.submit(item, private=False)
     scheduler.submit(admitted(2), private=False)
     await _until(lambda: 2 in ran)
-    assert scheduler.buffered(1) == 50
+    assert scheduler.buffered(stuck_stream) == 50
     release.set()
     await scheduler.stop()
     await ledger.close()
-    overflow = await _events(engine, "buffer_overflow")
-    dropped = sum(len(e.payload["message_ids"]) for e in overflow)
-    assert dropped == 950
+    overflow = [e for e in await _events(engine, "gate_dropped") if e.reason == "buffer_overflow"]
+    assert sorted(e.message_id for e in overflow) == [a.message_id for a in burst[1:951]]
 
 
 async def test_claims_record_only_cross_source_competition(
