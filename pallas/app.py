@@ -5,6 +5,8 @@ settings -> store -> timeline writer -> ingress -> admission (gate) -> scheduler
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -69,7 +71,10 @@ class Runtime:
     ) -> Runtime:
         kernel = kernel or KernelConfig()
         engine = create_engine(settings.database_url)
-        writer, ledger = TimelineWriter(engine), LedgerWriter(engine)
+        # One writer at a time on SQLite; PostgreSQL writers may overlap.
+        lock = asyncio.Lock() if backend_name(engine) == "sqlite" else None
+        writer = TimelineWriter(engine, write_lock=lock)
+        ledger = LedgerWriter(engine, write_lock=lock)
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         runner = RunnerDeps(
             ledger=ledger,
@@ -129,6 +134,10 @@ class Runtime:
             self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window
         )
         self.scheduler.start()
+        # Everything loaded so far lives for the whole run: keep it out of the collector's
+        # full passes, which otherwise stall the event loop for tens of milliseconds.
+        gc.collect()
+        gc.freeze()
         self.console_token = ensure_console_token(self.settings.pallas_console_token, data_dir)
         logger.info("store ready: {} database", self.database_backend)
         _announce_model_chat(self.settings)

@@ -34,12 +34,21 @@ class GroupCommitter(Generic[T, R]):
     """Runs `apply` (one transaction per call) over batches of queued items."""
 
     def __init__(
-        self, name: str, apply: ApplyBatch[T, R], *, max_batch: int = 500, linger_s: float = 0.002
+        self,
+        name: str,
+        apply: ApplyBatch[T, R],
+        *,
+        max_batch: int = 500,
+        linger_s: float = 0.0,
+        write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._name = name
         self._apply = apply
         self._max_batch = max_batch
         self._linger_s = linger_s
+        # SQLite has one writer at a time: committers sharing a database share this lock, so
+        # they queue here instead of sleeping in SQLite's busy-retry loop.
+        self._write_lock = write_lock or asyncio.Lock()
         self._queue: asyncio.Queue[_Pending[T, R] | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -86,7 +95,8 @@ class GroupCommitter(Generic[T, R]):
 
     async def _commit(self, batch: list[_Pending[T, R]]) -> None:
         try:
-            outcomes = await self._apply([p.item for p in batch])
+            async with self._write_lock:
+                outcomes = await self._apply([p.item for p in batch])
         except Exception as exc:
             if len(batch) == 1:
                 logger.opt(exception=exc).error("{} write failed: {!r}", self._name, exc)

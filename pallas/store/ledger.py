@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.group_commit import GroupCommitter
@@ -50,11 +50,17 @@ LedgerOp = LedgerEvent | ConsumeMessages | SetFollowUpDeclined
 
 
 class LedgerWriter:
-    def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Clock = utc_now,
+        write_lock: asyncio.Lock | None = None,
+    ) -> None:
         self._engine = engine
         self._clock = clock
         self._committer: GroupCommitter[LedgerOp, None] = GroupCommitter(
-            "ledger writer", self._apply, linger_s=0.0
+            "ledger writer", self._apply, write_lock=write_lock
         )
         self._background: set[asyncio.Task[None]] = set()
 
@@ -89,12 +95,16 @@ class LedgerWriter:
 
 
 async def _apply_in(conn: AsyncConnection, ops: Sequence[LedgerOp], now: Any) -> None:
+    claims = [
+        {"mid": mid, "tid": op.turn_id}
+        for op in ops
+        if isinstance(op, ConsumeMessages)
+        for mid in op.message_ids
+    ]
+    if claims:  # one statement for every claim in the batch
+        await conn.execute(_CLAIM, claims)
     for op in ops:
-        if isinstance(op, ConsumeMessages):
-            await conn.execute(
-                update(Message).where(Message.id.in_(op.message_ids)).values(turn_id=op.turn_id)
-            )
-        elif isinstance(op, SetFollowUpDeclined):
+        if isinstance(op, SetFollowUpDeclined):
             await conn.execute(
                 upsert(
                     conn,
@@ -110,6 +120,14 @@ async def _apply_in(conn: AsyncConnection, ops: Sequence[LedgerOp], now: Any) ->
     events = [_event_row(op, now) for op in ops if isinstance(op, LedgerEvent)]
     if events:
         await conn.execute(insert(Event), events)
+
+
+_CLAIM = (
+    update(Message)
+    .where(Message.id == bindparam("mid"))
+    .values(turn_id=bindparam("tid"))
+    .execution_options(synchronize_session=False)
+)
 
 
 def _event_row(op: LedgerEvent, now: Any) -> dict[str, Any]:

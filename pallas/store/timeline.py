@@ -6,6 +6,7 @@ own row is committed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,13 +56,18 @@ class TimelineWriter:
         clock: Clock = utc_now,
         max_batch: int = 500,
         linger_s: float = 0.0,
+        write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
         self._clock = clock
         self._streams = StreamResolver()
         self._people = PersonResolver()
         self._committer: GroupCommitter[InboundEvent, WriteOutcome] = GroupCommitter(
-            "timeline writer", self._apply, max_batch=max_batch, linger_s=linger_s
+            "timeline writer",
+            self._apply,
+            max_batch=max_batch,
+            linger_s=linger_s,
+            write_lock=write_lock,
         )
 
     def start(self) -> None:

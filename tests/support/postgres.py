@@ -50,7 +50,15 @@ class PostgresServer:
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             shutil.chown(self._root, "postgres")
             command = ["runuser", "-u", "postgres", "--", *command]
-        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        # No terminal: under `timeout` or CI a child that touches the TTY would be stopped.
+        subprocess.run(
+            command,
+            check=True,
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def start(self) -> PostgresServer:
         self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", SUPERUSER)

@@ -81,6 +81,7 @@ class Scheduler:
         self._turns: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     # -- intake ---------------------------------------------------------------------------
 
@@ -134,21 +135,24 @@ class Scheduler:
         self._loop_task = asyncio.create_task(self._loop(), name="turn-scheduler")
 
     async def stop(self, grace_s: float = 10.0) -> None:
+        # A flag, not task cancellation: on Python 3.11 `wait_for` can swallow a cancel that
+        # lands as its inner wait completes, and the loop would never end.
+        self._stopping = True
+        self._wake.set()
         if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+            await self._loop_task
         if self._turns:
             _, pending = await asyncio.wait(self._turns, timeout=grace_s)
             for task in pending:
                 task.cancel()
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
             self._wake.clear()
-            self.tick()
+            if not self._stopping:
+                self.tick()
 
     def tick(self) -> None:
         for stream_id in list(self._streams):
