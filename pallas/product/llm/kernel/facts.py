@@ -6,12 +6,12 @@ All pure: the stream's recent activity and the time are passed in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pallas.core.inbound import InboundMessage, StreamKind
-from pallas.product.llm.kernel.activity import Sighting, StreamActivity
+from pallas.product.llm.kernel.activity import StreamActivity
 from pallas.product.llm.kernel.gate import AmbientChance, GateRequest
 from pallas.product.llm.kernel.policy import GatePolicy, is_quiet_time
 from pallas.product.llm.kernel.signals import looks_like_public_question, names_in, opens_with_name
@@ -95,12 +95,7 @@ def gate_request(
     policy: GatePolicy,
     now: datetime,
 ) -> GateRequest:
-    mine = [
-        s
-        for s in activity.sightings
-        if s.person_id == asker.person_id and not s.from_bot and s.message_id != asker.message_id
-    ]
-    bot = [s for s in activity.sightings if s.from_bot]
+    view = _scan(activity, asker, now, policy)
     return GateRequest(
         kind=asker.kind,
         is_poke=facts.is_poke,
@@ -110,42 +105,59 @@ def gate_request(
         poked_me=facts.poked_me,
         pokes_in_window=facts.pokes_in_window,
         asleep=is_quiet_time(now, policy),
-        replies_in_window=_within(bot, now, policy.reply_window_s),
-        seconds_since_bot_spoke=_since_last(bot, now),
+        replies_in_window=view.bot_replies,
+        seconds_since_bot_spoke=view.since_bot_spoke,
         follow_up_declined=activity.follow_up_declined,
-        ongoing_exchange=_ongoing(mine, bot, now, policy),
-        in_follow_up_window=not facts.mentioned_me
-        and any(s.mentioned_me and _age(s, now) <= policy.follow_up_window_s for s in mine),
+        # This person addressed the bot recently and the bot answered after that.
+        ongoing_exchange=view.asked_id is not None and view.last_bot_id > view.asked_id,
+        in_follow_up_window=not facts.mentioned_me and view.mentioned_recently,
         public_question=facts.public_question,
-        hot_conversation=_hot(activity, now, policy),
+        hot_conversation=(
+            view.hot_messages >= policy.hot_min_messages
+            and len(view.hot_speakers) >= policy.hot_min_speakers
+        ),
         ambient=_ambient(activity, now, asker.ambient_roll),
     )
 
 
-def _age(sighting: Sighting, now: datetime) -> float:
-    return (now - sighting.at).total_seconds()
+@dataclass
+class _View:
+    bot_replies: int = 0
+    since_bot_spoke: float | None = None
+    last_bot_id: int = 0
+    asked_id: int | None = None  # this person's newest direct call inside the exchange window
+    mentioned_recently: bool = False
+    hot_messages: int = 0
+    hot_speakers: set[int] = field(default_factory=set)
 
 
-def _within(sightings: list[Sighting], now: datetime, window_s: float) -> int:
-    return sum(1 for s in sightings if _age(s, now) <= window_s)
-
-
-def _since_last(sightings: list[Sighting], now: datetime) -> float | None:
-    return _age(sightings[-1], now) if sightings else None
-
-
-def _ongoing(mine: list[Sighting], bot: list[Sighting], now: datetime, policy: GatePolicy) -> bool:
-    """This person addressed the bot recently and the bot answered after that."""
-    asked = [s for s in mine if s.direct and _age(s, now) <= policy.ongoing_exchange_s]
-    return bool(asked and bot and bot[-1].message_id > asked[-1].message_id)
-
-
-def _hot(activity: StreamActivity, now: datetime, policy: GatePolicy) -> bool:
-    recent = [
-        s for s in activity.sightings if not s.from_bot and _age(s, now) <= policy.hot_window_s
-    ]
-    speakers = {s.person_id for s in recent}
-    return len(recent) >= policy.hot_min_messages and len(speakers) >= policy.hot_min_speakers
+def _scan(activity: StreamActivity, asker: Asker, now: datetime, policy: GatePolicy) -> _View:
+    """One pass, newest first, stopping at the longest window any fact looks back over."""
+    view = _View()
+    horizon = max(
+        policy.reply_window_s,
+        policy.ongoing_exchange_s,
+        policy.follow_up_window_s,
+        policy.hot_window_s,
+    )
+    for s in reversed(activity.sightings):
+        age = (now - s.at).total_seconds()
+        if age > horizon and view.since_bot_spoke is not None:
+            break
+        if s.from_bot:
+            if view.since_bot_spoke is None:
+                view.since_bot_spoke, view.last_bot_id = age, s.message_id
+            view.bot_replies += age <= policy.reply_window_s
+            continue
+        if age <= policy.hot_window_s:
+            view.hot_messages += 1
+            view.hot_speakers.add(s.person_id)
+        if s.person_id != asker.person_id or s.message_id == asker.message_id:
+            continue
+        if view.asked_id is None and s.direct and age <= policy.ongoing_exchange_s:
+            view.asked_id = s.message_id
+        view.mentioned_recently |= s.mentioned_me and age <= policy.follow_up_window_s
+    return view
 
 
 def _ambient(activity: StreamActivity, now: datetime, roll: float) -> AmbientChance:
