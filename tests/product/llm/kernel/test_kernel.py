@@ -298,3 +298,31 @@ async def test_ingress_gate_decisions_name_their_outcome(runtime: Runtime) -> No
     assert passed[0].payload["outcome"] == Outcome.DELIBERATE.value
     assert passed[0].payload["signals"] == ["called_by_name"]
     assert passed[0].turn_id is None
+
+
+async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
+    tmp_path: Path, store_url: str
+) -> None:
+    first = Recorder()
+    first.block = asyncio.Event()
+    runtime = await start_runtime(tmp_path, store_url, first)
+    stream = group("g13")
+    await say(runtime, message("牛牛在吗", stream=stream, user_id="1"))
+    await until(lambda: first.turns)  # the stream is busy with this turn
+    await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
+    waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
+    await runtime.ledger.write()
+    await runtime.scheduler.stop(grace_s=0)
+    await runtime.writer.close()
+    await runtime.ledger.close()
+    await runtime.engine.dispose()
+
+    second = Recorder()
+    restarted = await start_runtime(tmp_path, store_url, second)  # an empty activity cache
+    try:
+        await until(lambda: second.turns)
+        turn = second.turns[0]
+        assert [m.message_id for m in turn.messages] == [waiting]
+        assert Signal.NATURAL_WINDOW in turn.disposition.signals
+    finally:
+        await restarted.stop()
