@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -162,3 +163,28 @@ class StreamState(Base):
     # The bot looked at the last exchange and chose silence: the natural window is closed.
     follow_up_declined: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class LlmCall(Base):
+    """One attempt at one model call: what it was for, who answered, and what it cost."""
+
+    __tablename__ = "llm_call"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+    purpose: Mapped[str] = mapped_column(String(32))
+    model_type: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str] = mapped_column(String(128))
+    upstream_model: Mapped[str] = mapped_column(String(128))
+    provider: Mapped[str] = mapped_column(String(64))
+    stream_id: Mapped[int | None] = mapped_column(Id, ForeignKey("stream.id"))
+    turn_id: Mapped[int | None] = mapped_column(BigInteger)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    usage_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    outcome: Mapped[str] = mapped_column(String(32))
+    error: Mapped[str] = mapped_column(Text, default="")
+    attempt: Mapped[int] = mapped_column(Integer, default=1)

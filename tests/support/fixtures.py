@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.store.engine import create_engine
 from pallas.store.migrate import upgrade_to_head
 from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer
 from tests.support.fake_napcat import FakeNapCat
 from tests.support.postgres import PostgresServer, postgres_configured
 from tests.support.timeline_db import TimelineDb
@@ -98,3 +99,10 @@ async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
     await upgrade_to_head(engine)
     yield engine
     await engine.dispose()
+
+
+@pytest.fixture
+async def model_server() -> AsyncIterator[FakeModelServer]:
+    """A fake OpenAI-compatible service on a real loopback port."""
+    async with FakeModelServer() as server:
+        yield server

@@ -1,0 +1,450 @@
+"""The model manager: pick a model for a call, fail over, and account for every attempt.
+
+candidates (preferred, then spread or fixed order) -> attempt (one key, one timeout)
+  -> ok: usage row + call log -> result
+  -> retryable failure: rest the model, next candidate
+  -> rejected (400/401): stop, it is a configuration problem
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from random import Random
+from typing import TypeVar
+
+from loguru import logger
+from openai import AsyncOpenAI
+
+from pallas.providers.call_log import CallLog, CallRecord, summary_line
+from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
+from pallas.providers.errors import (
+    AllCandidatesFailedError,
+    AttemptFailure,
+    FailureKind,
+    ModelRejectedError,
+    NoModelError,
+)
+from pallas.providers.estimate import estimate_tokens, message_text
+from pallas.providers.openai_wire import (
+    ChatRequest,
+    RawChat,
+    RawEmbeddings,
+    build_client,
+    chat_once,
+    classify,
+    embed_once,
+)
+from pallas.providers.results import (
+    CallTag,
+    ChatResult,
+    EmbeddingResult,
+    TokenUsage,
+    parse_tool_call,
+)
+from pallas.providers.selection import CircuitBreaker, order_candidates
+from pallas.store.llm_usage import LlmCallRow
+
+UsageSink = Callable[[LlmCallRow], None]
+R = TypeVar("R")
+
+
+def _discard(row: LlmCallRow) -> None:
+    return None
+
+
+@dataclass
+class ManagerDeps:
+    usage: UsageSink = _discard
+    call_log: CallLog | None = None
+    wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    monotonic: Callable[[], float] = time.monotonic
+    rng: Random = field(default_factory=Random)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
+class _AttemptFailedError(Exception):
+    def __init__(self, failure: AttemptFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """The fixed facts of one try, shared by its accounting row and its call-log record."""
+
+    spec: ModelSpec
+    model_type: ModelType
+    tag: CallTag
+    number: int
+    started_at: datetime
+    started: float
+
+
+class ModelManager:
+    def __init__(self, catalog: Catalog, deps: ManagerDeps | None = None) -> None:
+        self.catalog = catalog
+        self._deps = deps or ManagerDeps()
+        self._breaker = CircuitBreaker(catalog.breaker)
+        self._preferred = dict(catalog.preferred)
+        self._clients: dict[tuple[str, int], AsyncOpenAI] = {}
+        self._key_turns: dict[str, Iterator[int]] = {
+            p.name: itertools.cycle(range(len(p.api_keys))) for p in catalog.providers
+        }
+
+    # -- what is available ------------------------------------------------------------
+
+    def has(self, model_type: ModelType) -> bool:
+        return bool(self.catalog.of_type(model_type))
+
+    def supports_tools(self, model_type: ModelType) -> bool:
+        return any(m.tool_calling for m in self.catalog.of_type(model_type))
+
+    def set_preferred(self, model_type: ModelType, name: str | None) -> None:
+        """Pin a type to a registered model (None: back to the default spread)."""
+        if name is None:
+            self._preferred.pop(model_type, None)
+            return
+        spec = self.catalog.model(name)
+        if spec is None or model_type not in spec.types:
+            raise NoModelError(f"no model named {name!r} has type {model_type.value}")
+        self._preferred[model_type] = name
+
+    def candidates(
+        self, model_type: ModelType, *, model: str | None = None, needs_tools: bool = False
+    ) -> list[ModelSpec]:
+        """The models to try for a call, in the order they will be tried."""
+        if model is not None:
+            spec = self.catalog.model(model)
+            if spec is None:
+                raise NoModelError(f"no model registered under the name {model!r}")
+            return [spec]
+        specs = self.catalog.of_type(model_type)
+        if not specs:
+            raise NoModelError(
+                f"no model registered for type {model_type.value}; "
+                f"add one with `types: [{model_type.value}]` in the providers file"
+            )
+        if needs_tools:
+            specs = tuple(s for s in specs if s.tool_calling)
+            if not specs:
+                raise NoModelError(f"no {model_type.value} model supports native tool calling")
+        names = order_candidates(
+            [s.name for s in specs],
+            preferred=self._preferred.get(model_type),
+            deterministic=model_type in DETERMINISTIC_TYPES,
+            rng=self._deps.rng,
+        )
+        by_name = {s.name: s for s in specs}
+        return [by_name[name] for name in names]
+
+    # -- calls ------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        request: ChatRequest,
+        *,
+        tag: CallTag,
+        model_type: ModelType = ModelType.CHAT,
+        model: str | None = None,
+        stream: bool | None = None,
+    ) -> ChatResult:
+        candidates = self.candidates(model_type, model=model, needs_tools=bool(request.tools))
+
+        async def attempt(spec: ModelSpec, number: int) -> ChatResult:
+            return await self._chat_attempt(
+                spec, request, self._start(spec, model_type, tag, number), stream
+            )
+
+        return await self._with_failover(candidates, attempt)
+
+    async def embed(
+        self, texts: Sequence[str], *, tag: CallTag, model: str | None = None
+    ) -> EmbeddingResult:
+        candidates = self.candidates(ModelType.EMBEDDING, model=model)
+        if model is None:
+            # Vectors must share one space: only the first embedding model ever answers.
+            candidates = candidates[:1]
+
+        async def attempt(spec: ModelSpec, number: int) -> EmbeddingResult:
+            return await self._embed_attempt(
+                spec, texts, self._start(spec, ModelType.EMBEDDING, tag, number)
+            )
+
+        return await self._with_failover(candidates, attempt)
+
+    async def close(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+    # -- failover ---------------------------------------------------------------------
+
+    async def _with_failover(
+        self, candidates: list[ModelSpec], attempt: Callable[[ModelSpec, int], Awaitable[R]]
+    ) -> R:
+        failures: list[AttemptFailure] = []
+        number = 0
+        for round_candidates in (candidates, None):
+            if round_candidates is None:
+                # One short wait when every model said "too many requests, come back soon".
+                round_candidates = self._worth_waiting_for(candidates, failures)
+                if not round_candidates:
+                    break
+                await self._deps.sleep(self._wait_for(round_candidates))
+            for spec in round_candidates:
+                now = self._deps.monotonic()
+                if self._breaker.is_open(spec.name, now):
+                    rest = self._breaker.reopens_in(spec.name, now)
+                    failures.append(
+                        AttemptFailure(spec.name, FailureKind.CIRCUIT_OPEN, f"resting {rest:.1f} s")
+                    )
+                    continue
+                number += 1
+                try:
+                    return await attempt(spec, number)
+                except _AttemptFailedError as failed:
+                    failures.append(failed.failure)
+                    if not failed.failure.kind.fails_over:
+                        raise ModelRejectedError(failed.failure, spec.provider) from None
+        raise AllCandidatesFailedError(tuple(failures))
+
+    def _worth_waiting_for(
+        self, candidates: list[ModelSpec], failures: list[AttemptFailure]
+    ) -> list[ModelSpec]:
+        limit = self.catalog.breaker.max_wait_s
+        short = {
+            f.model
+            for f in failures
+            if f.kind is FailureKind.RATE_LIMITED
+            and f.retry_after_s is not None
+            and f.retry_after_s <= limit
+        }
+        return [spec for spec in candidates if spec.name in short]
+
+    def _wait_for(self, candidates: list[ModelSpec]) -> float:
+        now = self._deps.monotonic()
+        return min(self._breaker.reopens_in(spec.name, now) for spec in candidates)
+
+    # -- one attempt ------------------------------------------------------------------
+
+    def _start(self, spec: ModelSpec, model_type: ModelType, tag: CallTag, number: int) -> _Attempt:
+        return _Attempt(
+            spec, model_type, tag, number, self._deps.wall_clock(), self._deps.monotonic()
+        )
+
+    async def _chat_attempt(
+        self, spec: ModelSpec, request: ChatRequest, attempt: _Attempt, stream: bool | None
+    ) -> ChatResult:
+        provider = self.catalog.provider(spec.provider)
+        effective = _with_model_defaults(request, spec)
+        try:
+            raw = await chat_once(
+                self._client(spec.provider),
+                spec.upstream,
+                effective,
+                stream=spec.stream if stream is None else stream,
+                timeout_s=provider.timeout_s,
+            )
+        except Exception as exc:
+            failure = self._failed(attempt, exc)
+            self._account_failure(attempt, failure, messages=request.messages)
+            raise _AttemptFailedError(failure) from exc
+        return self._chat_succeeded(attempt, request, raw)
+
+    def _chat_succeeded(self, attempt: _Attempt, request: ChatRequest, raw: RawChat) -> ChatResult:
+        spec = attempt.spec
+        self._breaker.succeeded(spec.name)
+        usage = _chat_usage(request, raw)
+        cost = spec.pricing.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens)
+        latency = (self._deps.monotonic() - attempt.started) * 1000
+        self._deps.usage(_row(attempt, "ok", usage, cost, latency))
+        self._log(
+            CallRecord(
+                **_record_base(attempt, "ok", latency),
+                input_messages=request.messages,
+                tool_names=[_tool_name(tool) for tool in request.tools],
+                output_text=raw.text,
+                output_tool_calls=[(call.name, call.arguments) for call in raw.tool_calls],
+                **_record_usage(usage, cost),
+            )
+        )
+        return ChatResult(
+            text=raw.text,
+            tool_calls=tuple(parse_tool_call(c.id, c.name, c.arguments) for c in raw.tool_calls),
+            finish_reason=raw.finish_reason,
+            usage=usage,
+            model=spec.name,
+            upstream_model=spec.upstream,
+            cost=cost,
+            latency_ms=latency,
+            attempts=attempt.number,
+        )
+
+    async def _embed_attempt(
+        self, spec: ModelSpec, texts: Sequence[str], attempt: _Attempt
+    ) -> EmbeddingResult:
+        provider = self.catalog.provider(spec.provider)
+        try:
+            raw = await embed_once(
+                self._client(spec.provider), spec.upstream, texts, timeout_s=provider.timeout_s
+            )
+        except Exception as exc:
+            failure = self._failed(attempt, exc)
+            self._account_failure(attempt, failure, texts=texts)
+            raise _AttemptFailedError(failure) from exc
+        return self._embed_succeeded(attempt, texts, raw)
+
+    def _embed_succeeded(
+        self, attempt: _Attempt, texts: Sequence[str], raw: RawEmbeddings
+    ) -> EmbeddingResult:
+        spec = attempt.spec
+        self._breaker.succeeded(spec.name)
+        if raw.prompt_tokens is None:
+            usage = TokenUsage(sum(estimate_tokens(t) for t in texts), estimated=True)
+        else:
+            usage = TokenUsage(raw.prompt_tokens)
+        cost = spec.pricing.cost(usage.prompt_tokens, 0)
+        latency = (self._deps.monotonic() - attempt.started) * 1000
+        self._deps.usage(_row(attempt, "ok", usage, cost, latency))
+        dimension = len(raw.vectors[0]) if raw.vectors else 0
+        self._log(
+            CallRecord(
+                **_record_base(attempt, "ok", latency),
+                input_texts=texts,
+                output_vectors=(len(raw.vectors), dimension),
+                **_record_usage(usage, cost),
+            )
+        )
+        return EmbeddingResult(raw.vectors, usage, spec.name, cost, latency)
+
+    def _failed(self, attempt: _Attempt, exc: BaseException) -> AttemptFailure:
+        kind, detail, retry_after = classify(exc)
+        failure = AttemptFailure(attempt.spec.name, kind, detail, retry_after)
+        if kind.fails_over:
+            self._breaker.failed(attempt.spec.name, self._deps.monotonic(), retry_after)
+        return failure
+
+    def _account_failure(
+        self,
+        attempt: _Attempt,
+        failure: AttemptFailure,
+        *,
+        messages: Sequence[object] = (),
+        texts: Sequence[str] = (),
+    ) -> None:
+        latency = (self._deps.monotonic() - attempt.started) * 1000
+        self._deps.usage(
+            _row(attempt, failure.kind.value, TokenUsage(), 0.0, latency, error=failure.detail)
+        )
+        self._log(
+            CallRecord(
+                **_record_base(attempt, failure.kind.value, latency),
+                input_messages=messages,  # type: ignore[arg-type]
+                input_texts=texts,
+                error=failure.detail,
+            )
+        )
+
+    def _log(self, record: CallRecord) -> None:
+        if record.outcome == "ok":
+            logger.info(summary_line(record))
+        else:
+            logger.warning(summary_line(record))
+        if self._deps.call_log is not None:
+            self._deps.call_log.write(record)
+
+    def _client(self, provider_name: str) -> AsyncOpenAI:
+        # Several keys on one provider take turns, call by call.
+        provider = self.catalog.provider(provider_name)
+        index = next(self._key_turns[provider_name])
+        client = self._clients.get((provider_name, index))
+        if client is None:
+            client = build_client(provider, provider.api_keys[index])
+            self._clients[(provider_name, index)] = client
+        return client
+
+
+def _with_model_defaults(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
+    return replace(
+        request,
+        temperature=spec.temperature if request.temperature is None else request.temperature,
+        max_tokens=spec.max_tokens if request.max_tokens is None else request.max_tokens,
+    )
+
+
+def _chat_usage(request: ChatRequest, raw: RawChat) -> TokenUsage:
+    if raw.usage is not None:
+        return TokenUsage(
+            raw.usage.prompt_tokens, raw.usage.completion_tokens, raw.usage.cached_tokens
+        )
+    output = raw.text + "".join(f"{c.name} {c.arguments}" for c in raw.tool_calls)
+    return TokenUsage(
+        estimate_tokens(message_text(request.messages)), estimate_tokens(output), estimated=True
+    )
+
+
+def _row(
+    attempt: _Attempt,
+    outcome: str,
+    usage: TokenUsage,
+    cost: float,
+    latency_ms: float,
+    *,
+    error: str = "",
+) -> LlmCallRow:
+    return LlmCallRow(
+        created_at=attempt.started_at,
+        purpose=attempt.tag.purpose.value,
+        model_type=attempt.model_type.value,
+        model=attempt.spec.name,
+        upstream_model=attempt.spec.upstream,
+        provider=attempt.spec.provider,
+        outcome=outcome,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        usage_estimated=usage.estimated,
+        cost=cost,
+        latency_ms=latency_ms,
+        stream_id=attempt.tag.stream_id,
+        turn_id=attempt.tag.turn_id,
+        error=error,
+        attempt=attempt.number,
+    )
+
+
+def _record_base(attempt: _Attempt, outcome: str, latency_ms: float) -> dict[str, object]:
+    return {
+        "started_at": attempt.started_at,
+        "model": attempt.spec.name,
+        "upstream_model": attempt.spec.upstream,
+        "model_type": attempt.model_type.value,
+        "purpose": attempt.tag.purpose.value,
+        "outcome": outcome,
+        "duration_ms": latency_ms,
+        "stream_key": attempt.tag.stream_key,
+        "attempt": attempt.number,
+    }
+
+
+def _record_usage(usage: TokenUsage, cost: float) -> dict[str, object]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "usage_estimated": usage.estimated,
+        "cost": cost,
+    }
+
+
+def _tool_name(tool: object) -> str:
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        if isinstance(function, dict):
+            return str(function.get("name", "?"))
+    return "?"
