@@ -47,11 +47,10 @@ def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:
 
 def main() -> None:
     try:
-        settings = load_settings()
-    except ConfigError as exc:
+        init_bot(load_settings())
+    except ConfigError as exc:  # .env keys and the providers file alike
         print(f"pallas: cannot start, {exc}", file=sys.stderr)
         sys.exit(2)
-    init_bot(settings)
     nonebot.run()
 
 

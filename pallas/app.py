@@ -1,6 +1,7 @@
 """The object graph, built once at start-up.
 
 settings -> store -> timeline writer -> ingress -> admission (gate) -> scheduler -> turn runner
+settings -> model catalog -> model manager (usage rows to the store, traffic to the call log)
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
 from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
+from pallas.providers.call_log import CallLog
+from pallas.providers.catalog import Catalog, ModelType
+from pallas.providers.manager import ManagerDeps, ModelManager
+from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.ledger import LedgerWriter
+from pallas.store.llm_usage import LlmUsageWriter
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.timeline import TimelineWriter
 
@@ -60,6 +66,9 @@ class Runtime:
     runner: RunnerDeps
     policies: PolicyBook
     kernel: KernelConfig
+    models: ModelManager
+    usage: LlmUsageWriter
+    call_log: CallLog
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -75,6 +84,12 @@ class Runtime:
         lock = asyncio.Lock() if backend_name(engine) == "sqlite" else None
         writer = TimelineWriter(engine, write_lock=lock)
         ledger = LedgerWriter(engine, write_lock=lock)
+        usage = LlmUsageWriter(engine, write_lock=lock)
+        call_log = CallLog(settings.pallas_data_dir / "logs" / "llm", started_at=utc_now())
+        models = ModelManager(
+            load_catalog(settings),
+            ManagerDeps(usage=usage.record, call_log=call_log, wall_clock=utc_now),
+        )
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         runner = RunnerDeps(
             ledger=ledger,
@@ -109,11 +124,18 @@ class Runtime:
             runner=runner,
             policies=policies,
             kernel=kernel,
+            models=models,
+            usage=usage,
+            call_log=call_log,
         )
 
     @property
     def database_backend(self) -> str:
         return backend_name(self.engine)
+
+    @property
+    def model_chat_enabled(self) -> bool:
+        return self.models.has(ModelType.CHAT)
 
     async def start(self) -> None:
         data_dir = self.settings.pallas_data_dir
@@ -129,6 +151,9 @@ class Runtime:
             raise
         self.writer.start()
         self.ledger.start()
+        self.usage.start()
+        if not self.models.catalog.empty:
+            self.call_log.open()
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
         await rebuffer_unconsumed(
             self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window
@@ -140,21 +165,31 @@ class Runtime:
         gc.freeze()
         self.console_token = ensure_console_token(self.settings.pallas_console_token, data_dir)
         logger.info("store ready: {} database", self.database_backend)
-        _announce_model_chat(self.settings)
+        _announce_model_chat(self.models.catalog)
 
     async def stop(self) -> None:
         await self.scheduler.stop()
+        await self.models.close()
         await self.writer.close()
         await self.ledger.close()
+        await self.usage.close()
+        self.call_log.close()
         await self.engine.dispose()
 
 
-def _announce_model_chat(settings: Settings) -> None:
-    if settings.model_chat_enabled:
-        logger.info("model chat is on")
+def _announce_model_chat(catalog: Catalog) -> None:
+    if catalog.of_type(ModelType.CHAT):
+        types = ", ".join(
+            f"{t.value}: {' '.join(m.name for m in catalog.of_type(t))}"
+            for t in ModelType
+            if catalog.of_type(t)
+        )
+        logger.info(
+            "model chat is on ({} models from {}; {})", len(catalog.models), catalog.source, types
+        )
         return
     logger.warning(
         "model chat is off: set LLM_BASE_URL, LLM_API_KEY and LLM_MODEL in .env "
-        "(or point PALLAS_PROVIDERS_FILE at a providers file) to turn it on; "
-        "everything that needs no model still runs"
+        "(or point PALLAS_PROVIDERS_FILE at a providers file with a chat model) to turn it "
+        "on; everything that needs no model still runs"
     )

@@ -24,5 +24,5 @@ async def health() -> HealthReport:
     return health_report(
         bot_ids=nonebot.get_bots().keys(),
         database=runtime.database_backend,
-        model_chat=runtime.settings.model_chat_enabled,
+        model_chat=runtime.model_chat_enabled,
     )

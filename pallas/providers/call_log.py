@@ -14,8 +14,9 @@ from __future__ import annotations
 import queue
 import re
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -283,7 +284,9 @@ class CallLog:
         keep_starts: int = 3,
         max_part_chars: int = 100_000,
         max_record_chars: int = 500_000,
+        linger_s: float = 0.05,
     ) -> None:
+        self._linger_s = linger_s
         self._directory = Path(directory)
         self._started_at = _utc(started_at)
         self._max_bytes = max_bytes
@@ -292,7 +295,7 @@ class CallLog:
         self._max_part_chars = max_part_chars
         self._max_record_chars = max_record_chars
         self._path: Path | None = None
-        self._queue: queue.SimpleQueue[str | threading.Event | _Stop] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[CallRecord | threading.Event | _Stop] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # makes open/close and enqueueing agree
         self._closed = False
@@ -320,21 +323,17 @@ class CallLog:
             return self._path
 
     def write(self, record: CallRecord) -> None:
-        """Render and enqueue; dropped silently before `open` and after `close`."""
+        """Enqueue; dropped silently before `open` and after `close`.
+
+        Rendering happens on the writer thread, so the message list is copied here: a caller
+        that appends to it for its next round must not change what this call logs.
+        """
         if self._thread is None or self._closed:
             return
-        try:
-            text = render_record(
-                record,
-                max_part_chars=self._max_part_chars,
-                max_record_chars=self._max_record_chars,
-            )
-        except Exception as exc:  # a malformed record must not break the model call
-            logger.warning("LLM call log: cannot render a {} call: {!r}", record.model, exc)
-            return
+        snapshot = replace(record, input_messages=tuple(record.input_messages))
         with self._lock:
             if not self._closed:
-                self._queue.put(text)
+                self._queue.put(snapshot)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Block until everything enqueued so far is written (or `timeout` passes)."""
@@ -389,20 +388,55 @@ class CallLog:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if isinstance(item, _Stop):
+            items = [self._queue.get()]
+            # A burst of calls becomes one write: fewer syscalls, less GIL traffic with the loop.
+            time.sleep(self._linger_s)
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if not self._handle(items):
                 return
-            if isinstance(item, threading.Event):
-                item.set()
-                continue
-            try:
-                self._append(item.encode("utf-8", errors="replace"))
-            except Exception as exc:  # the thread must outlive any one failure
-                self._report(exc)
-            else:
-                self._recovered()
 
-    def _append(self, data: bytes) -> None:
+    def _handle(self, items: list[CallRecord | threading.Event | _Stop]) -> bool:
+        """Write the texts in order; settle flush events after what precedes them."""
+        texts: list[bytes] = []
+        for item in items:
+            if isinstance(item, CallRecord):
+                texts.extend(self._render(item))
+                continue
+            self._write(texts)
+            texts = []
+            if isinstance(item, _Stop):
+                return False
+            item.set()
+        self._write(texts)
+        return True
+
+    def _render(self, record: CallRecord) -> list[bytes]:
+        try:
+            text = render_record(
+                record,
+                max_part_chars=self._max_part_chars,
+                max_record_chars=self._max_record_chars,
+            )
+        except Exception as exc:  # a malformed record must not stop the writer
+            logger.warning("LLM call log: cannot render a {} call: {!r}", record.model, exc)
+            return []
+        return [text.encode("utf-8", errors="replace")]
+
+    def _write(self, texts: list[bytes]) -> None:
+        if not texts:
+            return
+        try:
+            self._append(texts)
+        except Exception as exc:  # the thread must outlive any one failure
+            self._report(exc)
+        else:
+            self._recovered()
+
+    def _append(self, texts: list[bytes]) -> None:
         assert self._path is not None
         # Recreated if someone removed it while we run.
         self._directory.mkdir(parents=True, exist_ok=True)
@@ -410,11 +444,18 @@ class CallLog:
             size = self._path.stat().st_size
         except FileNotFoundError:
             size = 0
-        if size > 0 and size + len(data) > self._max_bytes:
-            self._rotate()
-        # Opened per record: a removed or replaced file is noticed, not written into the void.
-        with self._path.open("ab") as file:
-            file.write(data)
+        # Opened per batch: a removed or replaced file is noticed, not written into the void.
+        file = self._path.open("ab")
+        try:
+            for data in texts:
+                if size > 0 and size + len(data) > self._max_bytes:
+                    file.close()
+                    self._rotate()
+                    file, size = self._path.open("ab"), 0
+                file.write(data)
+                size += len(data)
+        finally:
+            file.close()
 
     def _piece(self, number: int) -> Path:
         assert self._path is not None

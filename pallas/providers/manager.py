@@ -133,6 +133,8 @@ class ModelManager:
             specs = tuple(s for s in specs if s.tool_calling)
             if not specs:
                 raise NoModelError(f"no {model_type.value} model supports native tool calling")
+        if len(specs) == 1:
+            return list(specs)
         names = order_candidates(
             [s.name for s in specs],
             preferred=self._preferred.get(model_type),
@@ -155,8 +157,9 @@ class ModelManager:
     ) -> ChatResult:
         candidates = self.candidates(model_type, model=model, needs_tools=bool(request.tools))
 
-        async def attempt(spec: ModelSpec, number: int) -> ChatResult:
-            return await self._chat_attempt(
+        # A plain function handing back the coroutine: one frame less on every resume.
+        def attempt(spec: ModelSpec, number: int) -> Awaitable[ChatResult]:
+            return self._chat_attempt(
                 spec, request, self._start(spec, model_type, tag, number), stream
             )
 
@@ -170,14 +173,15 @@ class ModelManager:
             # Vectors must share one space: only the first embedding model ever answers.
             candidates = candidates[:1]
 
-        async def attempt(spec: ModelSpec, number: int) -> EmbeddingResult:
-            return await self._embed_attempt(
+        def attempt(spec: ModelSpec, number: int) -> Awaitable[EmbeddingResult]:
+            return self._embed_attempt(
                 spec, texts, self._start(spec, ModelType.EMBEDDING, tag, number)
             )
 
         return await self._with_failover(candidates, attempt)
 
     async def close(self) -> None:
+        await asyncio.sleep(0)  # one loop turn: log writes deferred by `_log` run first
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
@@ -351,12 +355,19 @@ class ModelManager:
         )
 
     def _log(self, record: CallRecord) -> None:
-        if record.outcome == "ok":
-            logger.info(summary_line(record))
-        else:
-            logger.warning(summary_line(record))
-        if self._deps.call_log is not None:
-            self._deps.call_log.write(record)
+        # Logging runs right after the caller resumes, off the call's own latency.
+        asyncio.get_running_loop().call_soon(self._write_logs, record)
+
+    def _write_logs(self, record: CallRecord) -> None:
+        try:
+            if record.outcome == "ok":
+                logger.info(summary_line(record))
+            else:
+                logger.warning(summary_line(record))
+            if self._deps.call_log is not None:
+                self._deps.call_log.write(record)
+        except Exception as exc:  # a log problem must never surface in a model call
+            logger.error("model call not logged: {!r}", exc)
 
     def _client(self, provider_name: str) -> AsyncOpenAI:
         # Several keys on one provider take turns, call by call.
@@ -370,6 +381,8 @@ class ModelManager:
 
 
 def _with_model_defaults(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
+    if spec.temperature is None and spec.max_tokens is None:
+        return request
     return replace(
         request,
         temperature=spec.temperature if request.temperature is None else request.temperature,

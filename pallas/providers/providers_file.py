@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pallas.config import Settings
+from pallas.config import ConfigError, Settings
 from pallas.providers.catalog import (
     BreakerPolicy,
     Catalog,
@@ -27,7 +27,7 @@ QUICK_PROVIDER = "quick"
 _TYPE_NAMES = ", ".join(t.value for t in ModelType)
 
 
-class ProvidersFileError(Exception):
+class ProvidersFileError(ConfigError):
     """The providers file cannot be used; the message says where and why."""
 
 

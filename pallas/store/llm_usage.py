@@ -1,7 +1,7 @@
 """Model-call accounting: one row per attempt, and the cost report over a time range.
 
-Rows are written through a group commit and never on the caller's latency path: a model call
-waits for the model, not for the database.
+Rows are written in batches and never on the caller's latency path: a model call waits for
+the model, not for the database.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from loguru import logger
 from sqlalchemy import Select, case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.models import LlmCall, Stream
 
 MAX_ERROR_CHARS = 500
@@ -43,44 +42,68 @@ class LlmCallRow:
 
 
 class LlmUsageWriter:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    """Buffers rows for `linger_s` and commits them together.
+
+    Accounting is never urgent, and a model call must not pay for a transaction: `record`
+    only appends to a list. A failed commit is logged with the number of rows it held.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        write_lock: asyncio.Lock | None = None,
+        linger_s: float = 0.5,
+    ) -> None:
         self._engine = engine
-        self._committer: GroupCommitter[LlmCallRow, None] = GroupCommitter(
-            "llm usage writer", self._apply, write_lock=write_lock
-        )
-        self._pending: set[asyncio.Task[None]] = set()
+        self._write_lock = write_lock or asyncio.Lock()
+        self._linger_s = linger_s
+        self._buffer: list[LlmCallRow] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._commits: set[asyncio.Task[None]] = set()
+        self._running = False
 
     def start(self) -> None:
-        self._committer.start()
+        self._running = True
 
     async def close(self) -> None:
-        if self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)
-        await self._committer.close()
+        """Commit everything recorded so far, then refuse more."""
+        await self.flush()
+        self._running = False
 
     def record(self, row: LlmCallRow) -> None:
-        """Queue the row; a failed commit is logged, never raised into the model call."""
-        task = asyncio.create_task(self._submit(row))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        if not self._running:
+            logger.warning(
+                "llm usage row dropped, writer not running: {} {}", row.model, row.purpose
+            )
+            return
+        self._buffer.append(row)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._linger_s, self._commit_now)
 
     async def flush(self) -> None:
-        """Wait until every row recorded so far is committed (tests and shutdown)."""
-        if self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        """Commit what is buffered now and wait for every commit in flight."""
+        self._commit_now()
+        while self._commits:
+            await asyncio.gather(*list(self._commits), return_exceptions=True)
 
-    async def _submit(self, row: LlmCallRow) -> None:
+    def _commit_now(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._buffer:
+            return
+        rows, self._buffer = self._buffer, []
+        task = asyncio.create_task(self._commit(rows), name="llm usage commit")
+        self._commits.add(task)
+        task.add_done_callback(self._commits.discard)
+
+    async def _commit(self, rows: list[LlmCallRow]) -> None:
         try:
-            await self._committer.submit(row)
-        except WriterClosedError:
-            logger.warning("llm usage row dropped, writer closed: {} {}", row.model, row.purpose)
-        except Exception as exc:  # already logged by the committer; keep the caller safe
-            logger.error("llm usage row lost: {!r}", exc)
-
-    async def _apply(self, rows: Sequence[LlmCallRow]) -> list[None]:
-        async with self._engine.begin() as conn:
-            await conn.execute(insert(LlmCall), [_values(row) for row in rows])
-        return [None] * len(rows)
+            async with self._write_lock, self._engine.begin() as conn:
+                await conn.execute(insert(LlmCall), [_values(row) for row in rows])
+        except Exception as exc:  # accounting must never take a model call down with it
+            logger.opt(exception=exc).error("{} llm usage rows lost: {!r}", len(rows), exc)
 
 
 def _values(row: LlmCallRow) -> dict[str, object]:

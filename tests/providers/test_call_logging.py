@@ -50,9 +50,9 @@ async def test_calls_and_failures_go_to_the_call_log_not_the_main_log(
     )
     try:
         result = await manager.chat(request, tag=CallTag(Purpose.DECISION, stream_key="group:7"))
+        await manager.close()
     finally:
         logger.remove(sink)
-    await manager.close()
     log.close()
 
     assert result.model == "b"
