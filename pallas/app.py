@@ -184,8 +184,13 @@ def _announce_model_chat(catalog: Catalog) -> None:
             for t in ModelType
             if catalog.of_type(t)
         )
+        count = len(catalog.models)
         logger.info(
-            "model chat is on ({} models from {}; {})", len(catalog.models), catalog.source, types
+            "model chat is on ({} model{} from {}; {})",
+            count,
+            "" if count == 1 else "s",
+            catalog.source,
+            types,
         )
         return
     logger.warning(

@@ -330,7 +330,9 @@ class CallLog:
         """
         if self._thread is None or self._closed:
             return
-        snapshot = replace(record, input_messages=tuple(record.input_messages))
+        snapshot = record
+        if not isinstance(record.input_messages, tuple):
+            snapshot = replace(record, input_messages=tuple(record.input_messages))
         with self._lock:
             if not self._closed:
                 self._queue.put(snapshot)

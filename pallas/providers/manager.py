@@ -1,9 +1,9 @@
 """The model manager: pick a model for a call, fail over, and account for every attempt.
 
-candidates (preferred, then spread or fixed order) -> attempt (one key, one timeout)
-  -> ok: usage row + call log -> result
-  -> retryable failure: rest the model, next candidate
-  -> rejected (400/401): stop, it is a configuration problem
+  candidates (preferred, then spread or fixed order) -> attempt (one key, one timeout)
+-> ok: usage row + call log -> result
+-> retryable failure: rest the model, next candidate
+-> rejected (400/401): stop, it is a configuration problem
 """
 
 from __future__ import annotations
@@ -11,25 +11,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from random import Random
-from typing import TypeVar
+from typing import Any
 
 from loguru import logger
 from openai import AsyncOpenAI
 
 from pallas.providers.call_log import CallLog, CallRecord, summary_line
 from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
-from pallas.providers.errors import (
-    AllCandidatesFailedError,
-    AttemptFailure,
-    FailureKind,
-    ModelRejectedError,
-    NoModelError,
-)
+from pallas.providers.errors import AttemptFailure, NoModelError
 from pallas.providers.estimate import estimate_tokens, message_text
+from pallas.providers.failover import FailoverPlan, Pause, Try
 from pallas.providers.openai_wire import (
     ChatRequest,
     RawChat,
@@ -50,7 +45,6 @@ from pallas.providers.selection import CircuitBreaker, order_candidates
 from pallas.store.llm_usage import LlmCallRow
 
 UsageSink = Callable[[LlmCallRow], None]
-R = TypeVar("R")
 
 
 def _discard(row: LlmCallRow) -> None:
@@ -65,12 +59,6 @@ class ManagerDeps:
     monotonic: Callable[[], float] = time.monotonic
     rng: Random = field(default_factory=Random)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-
-class _AttemptFailedError(Exception):
-    def __init__(self, failure: AttemptFailure) -> None:
-        super().__init__(str(failure))
-        self.failure = failure
 
 
 @dataclass(frozen=True)
@@ -155,110 +143,66 @@ class ModelManager:
         model: str | None = None,
         stream: bool | None = None,
     ) -> ChatResult:
-        candidates = self.candidates(model_type, model=model, needs_tools=bool(request.tools))
-
-        # A plain function handing back the coroutine: one frame less on every resume.
-        def attempt(spec: ModelSpec, number: int) -> Awaitable[ChatResult]:
-            return self._chat_attempt(
-                spec, request, self._start(spec, model_type, tag, number), stream
-            )
-
-        return await self._with_failover(candidates, attempt)
+        plan = self._plan(self.candidates(model_type, model=model, needs_tools=bool(request.tools)))
+        for step in plan.steps():
+            if isinstance(step, Pause):
+                await self._deps.sleep(step.seconds)
+                continue
+            spec, attempt = step.spec, self._start(step, model_type, tag)
+            try:
+                raw = await chat_once(
+                    self._client(spec.provider),
+                    spec.upstream,
+                    _with_model_defaults(request, spec),
+                    stream=spec.stream if stream is None else stream,
+                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
+                )
+            except Exception as exc:
+                plan.failed(
+                    self._attempt_failed(attempt, exc, messages=request.messages), spec.provider
+                )
+                continue
+            return self._chat_succeeded(attempt, request, raw)
+        raise plan.exhausted()
 
     async def embed(
         self, texts: Sequence[str], *, tag: CallTag, model: str | None = None
     ) -> EmbeddingResult:
         candidates = self.candidates(ModelType.EMBEDDING, model=model)
-        if model is None:
-            # Vectors must share one space: only the first embedding model ever answers.
-            candidates = candidates[:1]
-
-        def attempt(spec: ModelSpec, number: int) -> Awaitable[EmbeddingResult]:
-            return self._embed_attempt(
-                spec, texts, self._start(spec, ModelType.EMBEDDING, tag, number)
-            )
-
-        return await self._with_failover(candidates, attempt)
+        # Vectors must share one space: only the first embedding model ever answers.
+        plan = self._plan(candidates if model is not None else candidates[:1])
+        for step in plan.steps():
+            if isinstance(step, Pause):
+                await self._deps.sleep(step.seconds)
+                continue
+            spec, attempt = step.spec, self._start(step, ModelType.EMBEDDING, tag)
+            try:
+                raw = await embed_once(
+                    self._client(spec.provider),
+                    spec.upstream,
+                    texts,
+                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
+                )
+            except Exception as exc:
+                plan.failed(self._attempt_failed(attempt, exc, texts=texts), spec.provider)
+                continue
+            return self._embed_succeeded(attempt, texts, raw)
+        raise plan.exhausted()
 
     async def close(self) -> None:
-        await asyncio.sleep(0)  # one loop turn: log writes deferred by `_log` run first
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
 
-    # -- failover ---------------------------------------------------------------------
-
-    async def _with_failover(
-        self, candidates: list[ModelSpec], attempt: Callable[[ModelSpec, int], Awaitable[R]]
-    ) -> R:
-        failures: list[AttemptFailure] = []
-        number = 0
-        for round_candidates in (candidates, None):
-            if round_candidates is None:
-                # One short wait when every model said "too many requests, come back soon".
-                round_candidates = self._worth_waiting_for(candidates, failures)
-                if not round_candidates:
-                    break
-                await self._deps.sleep(self._wait_for(round_candidates))
-            for spec in round_candidates:
-                now = self._deps.monotonic()
-                if self._breaker.is_open(spec.name, now):
-                    rest = self._breaker.reopens_in(spec.name, now)
-                    failures.append(
-                        AttemptFailure(spec.name, FailureKind.CIRCUIT_OPEN, f"resting {rest:.1f} s")
-                    )
-                    continue
-                number += 1
-                try:
-                    return await attempt(spec, number)
-                except _AttemptFailedError as failed:
-                    failures.append(failed.failure)
-                    if not failed.failure.kind.fails_over:
-                        raise ModelRejectedError(failed.failure, spec.provider) from None
-        raise AllCandidatesFailedError(tuple(failures))
-
-    def _worth_waiting_for(
-        self, candidates: list[ModelSpec], failures: list[AttemptFailure]
-    ) -> list[ModelSpec]:
-        limit = self.catalog.breaker.max_wait_s
-        short = {
-            f.model
-            for f in failures
-            if f.kind is FailureKind.RATE_LIMITED
-            and f.retry_after_s is not None
-            and f.retry_after_s <= limit
-        }
-        return [spec for spec in candidates if spec.name in short]
-
-    def _wait_for(self, candidates: list[ModelSpec]) -> float:
-        now = self._deps.monotonic()
-        return min(self._breaker.reopens_in(spec.name, now) for spec in candidates)
-
     # -- one attempt ------------------------------------------------------------------
 
-    def _start(self, spec: ModelSpec, model_type: ModelType, tag: CallTag, number: int) -> _Attempt:
-        return _Attempt(
-            spec, model_type, tag, number, self._deps.wall_clock(), self._deps.monotonic()
-        )
+    def _plan(self, candidates: list[ModelSpec]) -> FailoverPlan:
+        return FailoverPlan(candidates, self._breaker, self.catalog.breaker, self._deps.monotonic)
 
-    async def _chat_attempt(
-        self, spec: ModelSpec, request: ChatRequest, attempt: _Attempt, stream: bool | None
-    ) -> ChatResult:
-        provider = self.catalog.provider(spec.provider)
-        effective = _with_model_defaults(request, spec)
-        try:
-            raw = await chat_once(
-                self._client(spec.provider),
-                spec.upstream,
-                effective,
-                stream=spec.stream if stream is None else stream,
-                timeout_s=provider.timeout_s,
-            )
-        except Exception as exc:
-            failure = self._failed(attempt, exc)
-            self._account_failure(attempt, failure, messages=request.messages)
-            raise _AttemptFailedError(failure) from exc
-        return self._chat_succeeded(attempt, request, raw)
+    def _start(self, step: Try, model_type: ModelType, tag: CallTag) -> _Attempt:
+        return _Attempt(
+            step.spec, model_type, tag, step.number, self._deps.wall_clock(), self._deps.monotonic()
+        )
 
     def _chat_succeeded(self, attempt: _Attempt, request: ChatRequest, raw: RawChat) -> ChatResult:
         spec = attempt.spec
@@ -270,7 +214,7 @@ class ModelManager:
         self._log(
             CallRecord(
                 **_record_base(attempt, "ok", latency),
-                input_messages=request.messages,
+                input_messages=tuple(request.messages),
                 tool_names=[_tool_name(tool) for tool in request.tools],
                 output_text=raw.text,
                 output_tool_calls=[(call.name, call.arguments) for call in raw.tool_calls],
@@ -288,20 +232,6 @@ class ModelManager:
             latency_ms=latency,
             attempts=attempt.number,
         )
-
-    async def _embed_attempt(
-        self, spec: ModelSpec, texts: Sequence[str], attempt: _Attempt
-    ) -> EmbeddingResult:
-        provider = self.catalog.provider(spec.provider)
-        try:
-            raw = await embed_once(
-                self._client(spec.provider), spec.upstream, texts, timeout_s=provider.timeout_s
-            )
-        except Exception as exc:
-            failure = self._failed(attempt, exc)
-            self._account_failure(attempt, failure, texts=texts)
-            raise _AttemptFailedError(failure) from exc
-        return self._embed_succeeded(attempt, texts, raw)
 
     def _embed_succeeded(
         self, attempt: _Attempt, texts: Sequence[str], raw: RawEmbeddings
@@ -326,39 +256,32 @@ class ModelManager:
         )
         return EmbeddingResult(raw.vectors, usage, spec.name, cost, latency)
 
-    def _failed(self, attempt: _Attempt, exc: BaseException) -> AttemptFailure:
+    def _attempt_failed(
+        self,
+        attempt: _Attempt,
+        exc: BaseException,
+        *,
+        messages: Sequence[Mapping[str, Any]] = (),
+        texts: Sequence[str] = (),
+    ) -> AttemptFailure:
+        """Classify, rest the model if it is worth resting, account and log the failure."""
         kind, detail, retry_after = classify(exc)
         failure = AttemptFailure(attempt.spec.name, kind, detail, retry_after)
         if kind.fails_over:
             self._breaker.failed(attempt.spec.name, self._deps.monotonic(), retry_after)
-        return failure
-
-    def _account_failure(
-        self,
-        attempt: _Attempt,
-        failure: AttemptFailure,
-        *,
-        messages: Sequence[object] = (),
-        texts: Sequence[str] = (),
-    ) -> None:
         latency = (self._deps.monotonic() - attempt.started) * 1000
-        self._deps.usage(
-            _row(attempt, failure.kind.value, TokenUsage(), 0.0, latency, error=failure.detail)
-        )
+        self._deps.usage(_row(attempt, kind.value, TokenUsage(), 0.0, latency, error=detail))
         self._log(
             CallRecord(
-                **_record_base(attempt, failure.kind.value, latency),
-                input_messages=messages,  # type: ignore[arg-type]
+                **_record_base(attempt, kind.value, latency),
+                input_messages=tuple(messages),
                 input_texts=texts,
-                error=failure.detail,
+                error=detail,
             )
         )
+        return failure
 
     def _log(self, record: CallRecord) -> None:
-        # Logging runs right after the caller resumes, off the call's own latency.
-        asyncio.get_running_loop().call_soon(self._write_logs, record)
-
-    def _write_logs(self, record: CallRecord) -> None:
         try:
             if record.outcome == "ok":
                 logger.info(summary_line(record))
