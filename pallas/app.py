@@ -2,6 +2,7 @@
 
 settings -> store -> timeline writer -> ingress -> admission (gate) -> scheduler -> turn runner
 settings -> model catalog -> model manager (usage rows to the store, traffic to the call log)
+turn runner -> agent (context, decision, delivery through the OneBot outlet)
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
+from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.product.llm.agent.config import load_agent_config
+from pallas.product.llm.agent.setup import build_agent_handler
 from pallas.product.llm.kernel.admission import (
     ActivityBook,
     Admission,
@@ -93,7 +97,7 @@ class Runtime:
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         runner = RunnerDeps(
             ledger=ledger,
-            handler=handler or NoTurnHandler(),
+            handler=handler or NoTurnHandler(),  # replaced by the agent below
             turn_ids=TurnIds(0),
             activity=activities.get,
             policy=policies.get,
@@ -113,12 +117,24 @@ class Runtime:
                 lottery_seed=LOTTERY_SEED,
             )
         )
+        ingress = Ingress(writer, admission)
+        if handler is None:
+            # The agent acts through the platform, which records the bot's own messages
+            # through the ingress: built last, then plugged into the turn runner.
+            runner.handler = build_agent_handler(
+                engine=engine,
+                ledger=ledger,
+                models=models,
+                outlet=OneBotOutlet(ingress),
+                config=load_agent_config(),
+                nicknames=tuple(settings.nickname),
+            )
         return cls(
             settings=settings,
             engine=engine,
             writer=writer,
             ledger=ledger,
-            ingress=Ingress(writer, admission),
+            ingress=ingress,
             scheduler=scheduler,
             admission=admission,
             runner=runner,

@@ -1,7 +1,10 @@
 """A fake NapCat: a real WebSocket client speaking OneBot v11 (array message format).
 
 It connects to the bot's reverse WebSocket endpoint the way NapCat does, sends events shaped
-as NapCat sends them, and answers the bot's API calls by `echo`.
+as NapCat sends them, and answers the bot's API calls by `echo`. Every call received is kept
+in `api_calls`; an action without a responder is answered "ok" with no data (so pokes and
+`set_msg_emoji_like` succeed). Actions named in `failing` are refused (retcode 1200, as
+NapCat refuses), actions in `unanswered` get no answer at all (the bot's call times out).
 """
 
 from __future__ import annotations
@@ -49,7 +52,14 @@ class FakeNapCat:
         self.api_calls: list[dict[str, Any]] = []
         self.responders: dict[str, Responder] = {
             "get_login_info": lambda _p: {"user_id": self.self_id, "nickname": "bot"},
+            "get_version_info": lambda _p: {
+                "app_name": "NapCat.Onebot",
+                "app_version": "4.x",
+                "protocol_version": "v11",
+            },
         }
+        self.failing: set[str] = set()
+        self.unanswered: set[str] = set()
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
@@ -195,9 +205,18 @@ class FakeNapCat:
         finally:
             self.closed.set()
 
+    def calls_to(self, action: str) -> list[dict[str, Any]]:
+        """The params of every call of `action` received so far, failed ones included."""
+        return [c.get("params", {}) for c in self.api_calls if c.get("action") == action]
+
     async def _answer(self, call: dict[str, Any]) -> None:
-        responder = self.responders.get(call.get("action", ""))
-        if responder is None:
+        action = call.get("action", "")
+        if action in self.unanswered:
+            return
+        responder = self.responders.get(action)
+        if action in self.failing:
+            result = {"status": "failed", "retcode": 1200, "data": None, "message": "refused"}
+        elif responder is None:
             result = {"status": "ok", "retcode": 0, "data": None}
         else:
             result = {"status": "ok", "retcode": 0, "data": responder(call.get("params", {}))}

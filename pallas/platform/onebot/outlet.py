@@ -1,0 +1,195 @@
+"""How the rest of the bot acts on a chat (send, poke, react) without knowing NoneBot.
+
+Every action finds the connected bot by the stream's bot account id. A missing bot, an
+error from NapCat (retcode != 0), a timeout or a lost connection costs one warning line and
+returns None / False: acting never raises. The bot's own messages and pokes are recorded
+only after NapCat confirmed them (send.py); reactions are not recorded here at all, the
+caller writes the audit event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import nonebot
+from loguru import logger
+from nonebot.adapters.onebot.v11 import Bot
+from nonebot.exception import AdapterException
+
+from pallas.core.actions import Capability, reaction_id
+from pallas.core.inbound import Segment, SegmentKind, StreamKey
+from pallas.core.text import excerpt
+from pallas.platform.onebot.send import (
+    Clock,
+    Recorder,
+    own_message,
+    poke_and_record,
+    send_message,
+    utc_now,
+)
+
+# Substrings of `get_version_info`'s app_name (case-insensitive) -> what that implementation
+# does. Anything not listed is unknown, and unknown means unavailable: an action the platform
+# cannot do would be chosen by the model and then silently do nothing.
+_KNOWN_IMPLEMENTATIONS: tuple[tuple[str, frozenset[Capability]], ...] = (
+    ("napcat", frozenset({Capability.POKE, Capability.REACT})),
+    ("llonebot", frozenset({Capability.POKE})),
+    ("lagrange", frozenset({Capability.POKE})),
+)
+
+
+def capabilities_for(app_name: str) -> frozenset[Capability]:
+    """The capabilities of an implementation, by the app name it reports."""
+    folded = app_name.casefold()
+    for marker, capabilities in _KNOWN_IMPLEMENTATIONS:
+        if marker in folded:
+            return capabilities
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """What one connection reported; `bot` tells this connection from a later one."""
+
+    bot: Bot
+    capabilities: frozenset[Capability]
+
+
+class OneBotOutlet:
+    def __init__(self, recorder: Recorder, clock: Clock = utc_now) -> None:
+        self._recorder = recorder
+        self._clock = clock
+        # One entry per bot account (bounded); a reconnect makes a new Bot object, so the
+        # identity check below asks the new connection again.
+        self._probes: dict[str, _Probe] = {}
+        self._probing = asyncio.Lock()
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        """Send a message, quoting `quote` if given; the platform message id, or None."""
+        bot = _connected_bot(stream.self_id, _where(stream))
+        if bot is None:
+            return None
+        if not segments:
+            logger.warning("send to {}: empty message, not sent", _where(stream))
+            return None
+        if quote is not None and not _is_platform_id(quote):
+            # A poke's synthetic id, say: the message still goes out, just unquoted.
+            logger.warning(
+                "send to {}: cannot quote {!r}, sent unquoted", _where(stream), excerpt(quote)
+            )
+            quote = None
+        if quote is not None:
+            segments = (Segment(SegmentKind.REPLY, target=quote), *segments)
+        try:
+            message_id = await send_message(bot, stream, segments)
+        except TimeoutError as exc:
+            logger.warning("send to {} timed out: {!r}", _where(stream), exc)
+            return None
+        if message_id is not None:
+            record = own_message(stream, tuple(segments), message_id, self._clock())
+            # Same shape translate.py gives NapCat's echo of it, so the two dedupe.
+            await self._recorder.accept(dataclasses.replace(record, reply_to=quote))
+        return message_id
+
+    async def poke(self, stream: StreamKey, user_id: str) -> bool:
+        """Poke `user_id` in the stream; True once NapCat confirmed it (and it is recorded)."""
+        bot = _connected_bot(stream.self_id, _where(stream))
+        if bot is None:
+            return False
+        if not _is_platform_id(user_id):
+            logger.warning("poke in {}: {!r} is not a user id", _where(stream), excerpt(user_id))
+            return False
+        try:
+            return await poke_and_record(bot, self._recorder, stream, user_id, self._clock)
+        except TimeoutError as exc:
+            logger.warning("poke of {} in {} timed out: {!r}", user_id, _where(stream), exc)
+            return False
+
+    async def react(self, stream: StreamKey, platform_message_id: str, reaction: str) -> bool:
+        """Put a reaction from the closed vocabulary on a message; True once NapCat confirmed."""
+        emoji_id = reaction_id(reaction)
+        if emoji_id is None:
+            logger.warning("react in {}: unknown reaction {!r}", _where(stream), excerpt(reaction))
+            return False
+        if not _is_platform_id(platform_message_id):
+            logger.warning(
+                "react in {}: cannot react to {!r}", _where(stream), excerpt(platform_message_id)
+            )
+            return False
+        bot = _connected_bot(stream.self_id, _where(stream))
+        if bot is None:
+            return False
+        try:
+            await bot.call_api(
+                "set_msg_emoji_like", message_id=int(platform_message_id), emoji_id=emoji_id
+            )
+        except (AdapterException, TimeoutError) as exc:
+            logger.warning(
+                "set_msg_emoji_like {} on {} in {} failed: {!r}",
+                reaction,
+                platform_message_id,
+                _where(stream),
+                exc,
+            )
+            return False
+        return True
+
+    async def capabilities(self, self_id: str) -> frozenset[Capability]:
+        """What the implementation behind this bot account's connection can do."""
+        bot = _connected_bot(self_id, f"bot {self_id}")
+        if bot is None:
+            return frozenset()
+        known = self._probes.get(self_id)
+        if known is not None and known.bot is bot:
+            return known.capabilities
+        async with self._probing:  # concurrent turns of a new connection ask only once
+            known = self._probes.get(self_id)
+            if known is None or known.bot is not bot:
+                known = _Probe(bot, await _ask_capabilities(bot))
+                self._probes[self_id] = known
+        return known.capabilities
+
+
+async def _ask_capabilities(bot: Bot) -> frozenset[Capability]:
+    try:
+        info: Any = await bot.call_api("get_version_info")
+    except (AdapterException, TimeoutError) as exc:
+        logger.warning(
+            "bot {}: get_version_info failed, no platform actions offered: {!r}", bot.self_id, exc
+        )
+        return frozenset()
+    info = info if isinstance(info, dict) else {}
+    app_name = str(info.get("app_name") or "")
+    capabilities = capabilities_for(app_name)
+    logger.info(
+        "bot {} runs {} (version {}): capabilities {}",
+        bot.self_id,
+        excerpt(app_name, 60) or "an unnamed implementation",
+        excerpt(str(info.get("app_version") or "?"), 30),
+        ", ".join(sorted(capabilities)) or "none",
+    )
+    return capabilities
+
+
+def _connected_bot(self_id: str, where: str) -> Bot | None:
+    bot = nonebot.get_bots().get(self_id)
+    if isinstance(bot, Bot):
+        return bot
+    logger.warning("{}: bot {} is not connected, nothing done", where, self_id)
+    return None
+
+
+def _is_platform_id(value: str) -> bool:
+    """OneBot ids are integers on the wire (NapCat message ids may be negative)."""
+    digits = value.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
+
+
+def _where(stream: StreamKey) -> str:
+    return excerpt(f"{stream.kind}:{stream.external_id}", 60)

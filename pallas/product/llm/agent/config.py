@@ -1,0 +1,68 @@
+"""The agent's knobs: persona and style, budgets, split mode, the fallback line.
+
+Read once at start-up from `config/agent.yml` when the file exists; every field has a safe
+default, so the file is optional. A mistake stops start-up naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pallas.config import ConfigError
+
+DEFAULT_AGENT_FILE = Path("config/agent.yml")
+
+DEFAULT_DESCRIPTION = "你是这个群里的老成员，性格随和，有点懒散，偶尔嘴贫，但不刻薄。"
+DEFAULT_STYLE = "说话简短口语化，一般一两句；不用敬语，不用表情符号堆砌，不爱长篇大论。"
+
+
+class AgentFileError(ConfigError):
+    """The agent file cannot be used; the message says where and why."""
+
+
+class PersonaConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = ""  # empty: the first of NICKNAME
+    description: str = DEFAULT_DESCRIPTION
+    style: str = DEFAULT_STYLE
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    persona: PersonaConfig = Field(default_factory=PersonaConfig)
+    # A planner call decides, a second call (the chat model) writes the text. Only takes
+    # effect when both a `tool` and a `chat` model are registered.
+    split_reply: bool = False
+    # Sent when a turn that must be answered finds no model able to answer; empty: say nothing.
+    fallback_reply: str = ""
+    context_token_budget: int = Field(default=3000, ge=200, le=100_000)
+    max_bubbles: int = Field(default=4, ge=1, le=10)
+    reply_max_chars: int = Field(default=600, ge=20, le=5000)
+    cognitive_budget: int = Field(default=2, ge=0, le=5)
+    max_rounds: int = Field(default=4, ge=2, le=8)
+
+
+def load_agent_config(path: Path | None = None) -> AgentConfig:
+    """The file's settings, or the defaults when there is no file."""
+    path = path or DEFAULT_AGENT_FILE
+    if not path.is_file():
+        return AgentConfig()
+    try:
+        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise AgentFileError(f"{path}: cannot read the agent file ({exc})") from None
+    if not isinstance(raw, dict):
+        raise AgentFileError(f"{path}: expected a mapping of settings")
+    try:
+        return AgentConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = [
+            f"  field {'.'.join(str(p) for p in e['loc'])!r}: {e['msg']}" for e in exc.errors()
+        ]
+        raise AgentFileError(f"{path}: invalid agent file\n" + "\n".join(lines)) from None

@@ -1,0 +1,221 @@
+"""The conversation agent as the kernel's turn handler.
+
+assemble context -> frame -> decide -> act (reply / react / poke) or hand back
+(silent, wait) -> every step an audit event under the turn id
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.actions import Capability
+from pallas.product.llm.agent.actions import (
+    DecisionFrame,
+    FrameInputs,
+    PokeDecision,
+    ReactDecision,
+    ReplyDecision,
+    SilentDecision,
+    WaitDecision,
+    available_actions,
+)
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
+from pallas.product.llm.assembler.context import AssemblyDeps, PreparedTurn, assemble_context
+from pallas.product.llm.delivery import OutgoingReply, Outlet, ReplyDelivery, should_quote
+from pallas.product.llm.kernel.gate import Outcome
+from pallas.product.llm.kernel.turn import Turn, TurnDecision
+from pallas.store.conversation import newest_message_id
+from pallas.store.ledger import LedgerEvent, LedgerWriter
+
+# Failures meaning "no model could answer", for which a must-answer turn says so.
+_NO_ANSWER = frozenset(
+    {FailureReason.MODEL_UNAVAILABLE, FailureReason.TIMEOUT, FailureReason.PROVIDER_ERROR}
+)
+
+
+@dataclass
+class AgentHandlerDeps:
+    engine: AsyncEngine
+    ledger: LedgerWriter
+    assembly: AssemblyDeps
+    agent: AgentDeps | None  # None: no chat model is configured
+    outlet: Outlet
+    delivery: ReplyDelivery
+    config: AgentConfig
+    bot_names: tuple[str, ...]
+
+
+class AgentTurnHandler:
+    def __init__(self, deps: AgentHandlerDeps) -> None:
+        self._deps = deps
+
+    async def handle(self, turn: Turn) -> TurnDecision:
+        prepared = await assemble_context(turn, self._deps.assembly)
+        self._event(turn, "context_assembled", turn.trigger.value, _assembly_payload(prepared))
+        if self._deps.agent is None:
+            return await self._no_answer(turn, "no chat model is configured")
+        capabilities = await self._deps.outlet.capabilities(turn.stream.self_id)
+        frame = build_frame(turn, prepared, capabilities, self._deps.config, self._deps.bot_names)
+        outcome = await decide(prepared, frame, self._deps.agent)
+        if outcome.decision is None:
+            return await self._failed(turn, outcome)
+        self._event(turn, "agent_decided", _action_name(outcome), _decision_payload(outcome))
+        return await self._act(turn, prepared, outcome)
+
+    async def _act(self, turn: Turn, prepared: PreparedTurn, outcome: AgentOutcome) -> TurnDecision:
+        decision = outcome.decision
+        if isinstance(decision, SilentDecision):
+            return TurnDecision.SILENT
+        if isinstance(decision, WaitDecision):
+            return TurnDecision.WAIT
+        if isinstance(decision, ReplyDecision):
+            await self._reply(turn, prepared, decision)
+        elif isinstance(decision, ReactDecision):
+            await self._react(turn, prepared, decision)
+        elif isinstance(decision, PokeDecision):
+            await self._poke(turn, decision)
+        return TurnDecision.DONE
+
+    async def _reply(self, turn: Turn, prepared: PreparedTurn, decision: ReplyDecision) -> None:
+        for intent in decision.reply.intents:
+            self._event(turn, "reply_intent", intent.kind.value, {"value": intent.value})
+        target = prepared.line(decision.target) if decision.target is not None else None
+        newest = await newest_message_id(self._deps.engine, turn.stream_id)
+        quote = None
+        if target is not None and should_quote(turn.stream.kind, target.message_id, newest):
+            quote = target.platform_message_id
+        await self._deliver(turn, decision.reply.bubbles, quote)
+
+    async def _deliver(self, turn: Turn, bubbles: tuple[str, ...], quote: str | None) -> None:
+        if not bubbles:
+            return
+        reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote)
+        report = await self._deps.delivery.deliver(reply)
+        payload = {"bubbles": list(bubbles), "platform_message_ids": list(report.sent)}
+        if report.failed:
+            self._event(turn, "delivery_failed", "reply", {**payload, "detail": report.detail})
+        else:
+            self._event(turn, "reply_sent", "", {**payload, "quote": quote})
+
+    async def _react(self, turn: Turn, prepared: PreparedTurn, decision: ReactDecision) -> None:
+        line = prepared.line(decision.message_id)
+        ok = line is not None and await self._deps.outlet.react(
+            turn.stream, line.platform_message_id, decision.reaction
+        )
+        payload = {"message_id": decision.message_id, "emoji": decision.reaction}
+        self._event(turn, "reaction_sent" if ok else "delivery_failed", "react", payload)
+
+    async def _poke(self, turn: Turn, decision: PokeDecision) -> None:
+        ok = await self._deps.outlet.poke(turn.stream, decision.user_id)
+        payload = {"user_id": decision.user_id}
+        self._event(turn, "poke_sent" if ok else "delivery_failed", "poke", payload)
+
+    async def _failed(self, turn: Turn, outcome: AgentOutcome) -> TurnDecision:
+        assert outcome.failure is not None
+        self._event(turn, "agent_failed", outcome.failure.value, _decision_payload(outcome))
+        logger.warning("turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
+        if outcome.failure in _NO_ANSWER:
+            return await self._no_answer(turn, outcome.detail)
+        return TurnDecision.DONE
+
+    async def _no_answer(self, turn: Turn, detail: str) -> TurnDecision:
+        """No model could answer: a must-answer turn records it (and may say the fallback)."""
+        if turn.disposition.outcome is not Outcome.FORCE:
+            return TurnDecision.DONE
+        fallback = self._deps.config.fallback_reply.strip()
+        self._event(
+            turn, "model_unavailable", "", {"detail": detail[:500], "fallback": bool(fallback)}
+        )
+        if fallback:
+            await self._deliver(turn, (fallback,), None)
+        return TurnDecision.DONE
+
+    def _event(self, turn: Turn, kind: str, reason: str, payload: dict[str, Any]) -> None:
+        self._deps.ledger.record(
+            LedgerEvent(
+                kind=kind,
+                stream_id=turn.stream_id,
+                reason=reason,
+                turn_id=turn.turn_id,
+                message_id=turn.watermark,
+                payload=payload,
+            )
+        )
+
+
+def build_frame(
+    turn: Turn,
+    prepared: PreparedTurn,
+    capabilities: frozenset[Capability],
+    config: AgentConfig,
+    bot_names: tuple[str, ...],
+) -> DecisionFrame:
+    inputs = FrameInputs(
+        kind=turn.stream.kind,
+        forced=prepared.forced,
+        may_wait=turn.may_wait,
+        capabilities=capabilities,
+        cognitive_budget=config.cognitive_budget,
+    )
+    batch = prepared.batch
+    return DecisionFrame(
+        selectable=tuple(line.message_id for line in batch if line.message_id <= turn.watermark),
+        selectable_users=tuple(dict.fromkeys(line.user_id for line in batch if not line.from_bot)),
+        watermark=turn.watermark,
+        actions=available_actions(inputs),
+        forced=prepared.forced,
+        cognitive_left=config.cognitive_budget,
+        bot_names=bot_names,
+        max_bubbles=config.max_bubbles,
+        max_chars=config.reply_max_chars,
+    )
+
+
+def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
+    return {
+        "lines": len(prepared.lines),
+        "batch": list(prepared.batch_ids),
+        "dropped_lines": prepared.dropped_lines,
+        "blocks": [block.source for block in prepared.blocks],
+        "dropped_blocks": prepared.dropped_blocks,
+        "forced": prepared.forced,
+    }
+
+
+def _action_name(outcome: AgentOutcome) -> str:
+    names = {
+        ReplyDecision: "reply",
+        SilentDecision: "silent",
+        WaitDecision: "wait",
+        ReactDecision: "react",
+        PokeDecision: "poke",
+    }
+    return names[type(outcome.decision)]  # type: ignore[index]
+
+
+def _decision_payload(outcome: AgentOutcome) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "models": outcome.models,
+        "rounds": outcome.rounds,
+        "cost": round(outcome.cost, 8),
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "repairs": outcome.repairs,
+        "lookups": outcome.lookups,
+    }
+    if outcome.detail:
+        payload["detail"] = outcome.detail[:500]
+    decision = outcome.decision
+    if isinstance(decision, SilentDecision):
+        payload["reason"] = decision.reason
+    elif isinstance(decision, ReplyDecision):
+        payload["target"] = decision.target
+        payload["removed"] = list(decision.reply.removed)
+    elif isinstance(decision, WaitDecision):
+        payload["seconds"] = decision.seconds
+    return payload

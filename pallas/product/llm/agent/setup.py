@@ -1,0 +1,67 @@
+"""Building the agent once at start-up: what the catalog holds decides the plan."""
+
+from __future__ import annotations
+
+from loguru import logger
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.llm.agent.cognitive import CognitiveTools
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
+from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
+from pallas.product.llm.assembler.context import AssemblyDeps, Persona
+from pallas.product.llm.assembler.prompt import ProtocolMode
+from pallas.product.llm.delivery import DirectDelivery, Outlet
+from pallas.providers.catalog import ModelType
+from pallas.providers.manager import ModelManager
+from pallas.store.ledger import LedgerWriter
+
+
+def plan_for(models: ModelManager, config: AgentConfig) -> AgentPlan | None:
+    """None when no chat model exists. Split mode needs both a tool and a chat model;
+    without either it is the single call, decided here and not mid-turn."""
+    if not models.has(ModelType.CHAT):
+        return None
+    split = config.split_reply and models.has(ModelType.TOOL)
+    decision_type = ModelType.TOOL if split else ModelType.CHAT
+    native = models.supports_tools(decision_type)
+    mode = ProtocolMode.NATIVE if native else ProtocolMode.TEXT
+    if config.split_reply and not split:
+        logger.warning("split_reply is on but no `tool` model is registered: using one call")
+    return AgentPlan(decision_type, mode, split, max_rounds=config.max_rounds)
+
+
+def build_agent_handler(
+    *,
+    engine: AsyncEngine,
+    ledger: LedgerWriter,
+    models: ModelManager,
+    outlet: Outlet,
+    config: AgentConfig,
+    nicknames: tuple[str, ...],
+) -> AgentTurnHandler:
+    persona = Persona(
+        name=config.persona.name or nicknames[0],
+        description=config.persona.description,
+        style=config.persona.style,
+    )
+    plan = plan_for(models, config)
+    if plan is not None:
+        logger.info(
+            "agent: {} protocol on {} models{}",
+            plan.mode.value,
+            plan.decision_type.value,
+            ", split reply" if plan.split else "",
+        )
+    return AgentTurnHandler(
+        AgentHandlerDeps(
+            engine=engine,
+            ledger=ledger,
+            assembly=AssemblyDeps(engine, persona, config.context_token_budget),
+            agent=AgentDeps(models, CognitiveTools(engine), plan) if plan else None,
+            outlet=outlet,
+            delivery=DirectDelivery(outlet),
+            config=config,
+            bot_names=(persona.name, *nicknames),
+        )
+    )

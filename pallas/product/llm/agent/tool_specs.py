@@ -1,0 +1,131 @@
+"""How the frame's actions are offered to the model: native tool schemas or text signatures.
+
+One table describes each action once; both protocols are rendered from it, so a model with
+native tool calling and one without see the same actions, arguments and descriptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pallas.core.actions import REACTIONS
+from pallas.product.llm.agent.actions import Action, DecisionFrame
+from pallas.product.llm.agent.text_protocol import FunctionSpec, ParamSpec, ParamType
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: ParamType
+    description: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    action: Action
+    description: str
+    params: tuple[Param, ...]
+
+
+_JSON_TYPES = {
+    ParamType.STR: "string",
+    ParamType.INT: "integer",
+    ParamType.BOOL: "boolean",
+    ParamType.FLOAT: "number",
+}
+
+
+def action_specs(frame: DecisionFrame) -> tuple[ActionSpec, ...]:
+    """The specs of the frame's actions, terminal ones first, in a fixed order."""
+    order = [Action.REPLY, Action.SILENT, Action.WAIT, Action.REACT, Action.POKE]
+    order += [Action.RECALL, Action.INSPECT]
+    return tuple(_SPECS[action] for action in order if action in frame.actions)
+
+
+def tool_schemas(frame: DecisionFrame) -> list[dict[str, Any]]:
+    """OpenAI Chat Completions `tools` for the frame."""
+    return [_tool(spec) for spec in action_specs(frame)]
+
+
+def text_functions(frame: DecisionFrame) -> tuple[list[FunctionSpec], dict[str, str]]:
+    """The same actions for the text protocol: signatures and descriptions."""
+    specs = action_specs(frame)
+    functions = [
+        FunctionSpec(
+            spec.action.value,
+            tuple(ParamSpec(p.name, p.type, p.required) for p in spec.params),
+        )
+        for spec in specs
+    ]
+    return functions, {spec.action.value: spec.description for spec in specs}
+
+
+def _tool(spec: ActionSpec) -> dict[str, Any]:
+    properties = {
+        p.name: {"type": _JSON_TYPES[p.type], "description": p.description} for p in spec.params
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.action.value,
+            "description": spec.description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": [p.name for p in spec.params if p.required],
+            },
+        },
+    }
+
+
+_REACTION_NAMES = "、".join(REACTIONS)
+
+_SPECS = {
+    Action.REPLY: ActionSpec(
+        Action.REPLY,
+        "在这个会话里说话（结束本轮）。text 就是要发出的话，可以分几行，每行一个气泡。",
+        (
+            Param("text", ParamType.STR, "要发出的话", required=True),
+            Param(
+                "target_message_id",
+                ParamType.INT,
+                "回应的是哪条消息（本批消息的编号，不带 #）；不确定就不填",
+            ),
+        ),
+    ),
+    Action.SILENT: ActionSpec(
+        Action.SILENT,
+        "这次不说话（结束本轮）。看过了、决定不接，是正常的选择。",
+        (Param("reason", ParamType.STR, "为什么不说话，一句话", required=True),),
+    ),
+    Action.WAIT: ActionSpec(
+        Action.WAIT,
+        "对方好像还没说完，等一等再决定（结束本轮；有新消息时再看）。",
+        (Param("seconds", ParamType.INT, "大概等多少秒"),),
+    ),
+    Action.REACT: ActionSpec(
+        Action.REACT,
+        f"给一条消息贴一个表情回应，不说话（结束本轮）。emoji 只能是：{_REACTION_NAMES}。",
+        (
+            Param("message_id", ParamType.INT, "本批消息的编号", required=True),
+            Param("emoji", ParamType.STR, "表情回应的名字", required=True),
+        ),
+    ),
+    Action.POKE: ActionSpec(
+        Action.POKE,
+        "戳一戳本批消息的某个发送者，不说话（结束本轮）。",
+        (Param("user_id", ParamType.STR, "对方的 uid", required=True),),
+    ),
+    Action.RECALL: ActionSpec(
+        Action.RECALL,
+        "在这个会话更早的聊天记录里按关键词查找（不结束本轮，结果会给你）。",
+        (Param("query", ParamType.STR, "关键词，空格分隔", required=True),),
+    ),
+    Action.INSPECT: ActionSpec(
+        Action.INSPECT,
+        "看一条消息和它前后的几条（不结束本轮，结果会给你）。",
+        (Param("message_id", ParamType.INT, "消息编号", required=True),),
+    ),
+}

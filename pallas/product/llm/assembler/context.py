@@ -1,0 +1,190 @@
+"""Context assembly: everything one turn shows the model, gathered once, no model calls.
+
+The result (`PreparedTurn`) is immutable and shared by every call of the turn (decision,
+reply, repair), so they all reason over the same picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import StreamKey, StreamKind
+from pallas.product.llm.kernel.gate import Outcome
+from pallas.product.llm.kernel.trigger import SpeakTrigger
+from pallas.product.llm.kernel.turn import Turn
+from pallas.providers.estimate import estimate_tokens
+from pallas.store.conversation import WindowLine, stream_info, window_up_to
+
+BATCH_TEXT_CHARS = 2_000  # one message of the batch, as shown to the model
+CONTEXT_TEXT_CHARS = 500  # one older message
+LINE_OVERHEAD_TOKENS = 12  # the JSON keys around each line
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    description: str
+    style: str
+
+
+@dataclass(frozen=True)
+class Scene:
+    kind: StreamKind
+    group_name: str  # empty in a private chat or when unknown
+    present: tuple[str, ...]  # who spoke in the window, by name
+
+
+@dataclass(frozen=True)
+class ContextLine:
+    message_id: int
+    platform_message_id: str
+    speaker: str
+    user_id: str
+    from_bot: bool
+    text: str
+    time: datetime
+    in_batch: bool
+    reply_to: int | None  # our id of the quoted message, when it is in the window
+    is_poke: bool
+    recalled: bool
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """Material from a context source (memory, knowledge, relations, schedule)."""
+
+    source: str
+    title: str
+    text: str
+    priority: int = 0  # lower goes first when the budget is short
+
+
+class ContextSource(Protocol):
+    name: str
+
+    async def fetch(self, turn: Turn) -> ContextBlock | None: ...
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    turn_id: int
+    stream_id: int
+    stream: StreamKey
+    persona: Persona
+    scene: Scene
+    lines: tuple[ContextLine, ...]
+    batch_ids: tuple[int, ...]
+    watermark: int
+    trigger: SpeakTrigger
+    forced: bool
+    blocks: tuple[ContextBlock, ...] = ()
+    dropped_lines: int = 0
+    dropped_blocks: int = 0
+
+    @property
+    def batch(self) -> tuple[ContextLine, ...]:
+        return tuple(line for line in self.lines if line.in_batch)
+
+    def line(self, message_id: int) -> ContextLine | None:
+        return next((line for line in self.lines if line.message_id == message_id), None)
+
+
+@dataclass
+class AssemblyDeps:
+    engine: AsyncEngine
+    persona: Persona
+    token_budget: int
+    sources: Sequence[ContextSource] = field(default_factory=tuple)
+
+
+async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
+    batch_ids = tuple(m.message_id for m in turn.messages)
+    # The window is the speak trigger's size of history before the batch, plus the batch.
+    window = await window_up_to(
+        deps.engine, turn.stream_id, turn.watermark, turn.timeline_size + len(batch_ids)
+    )
+    lines = to_context_lines(window, frozenset(batch_ids))
+    info = await stream_info(deps.engine, turn.stream_id)
+    blocks = [block for source in deps.sources if (block := await source.fetch(turn))]
+    kept_lines, kept_blocks = fit_to_budget(lines, blocks, deps.token_budget)
+    return PreparedTurn(
+        turn_id=turn.turn_id,
+        stream_id=turn.stream_id,
+        stream=turn.stream,
+        persona=deps.persona,
+        scene=Scene(turn.stream.kind, info.name if info else "", present_people(kept_lines)),
+        lines=kept_lines,
+        batch_ids=batch_ids,
+        watermark=turn.watermark,
+        trigger=turn.trigger,
+        forced=turn.disposition.outcome is Outcome.FORCE,
+        blocks=kept_blocks,
+        dropped_lines=len(lines) - len(kept_lines),
+        dropped_blocks=len(blocks) - len(kept_blocks),
+    )
+
+
+def to_context_lines(
+    window: Sequence[WindowLine], batch_ids: frozenset[int]
+) -> tuple[ContextLine, ...]:
+    by_platform_id = {line.platform_message_id: line.message_id for line in window}
+    return tuple(
+        ContextLine(
+            message_id=line.message_id,
+            platform_message_id=line.platform_message_id,
+            speaker=line.speaker or f"用户{line.user_id[-4:]}",
+            user_id=line.user_id,
+            from_bot=line.from_bot,
+            text=_shown_text(line, line.message_id in batch_ids),
+            time=line.time,
+            in_batch=line.message_id in batch_ids,
+            reply_to=by_platform_id.get(line.reply_to) if line.reply_to else None,
+            is_poke=line.is_poke,
+            recalled=line.recalled,
+        )
+        for line in window
+    )
+
+
+def _shown_text(line: WindowLine, in_batch: bool) -> str:
+    limit = BATCH_TEXT_CHARS if in_batch else CONTEXT_TEXT_CHARS
+    text = line.text if len(line.text) <= limit else f"{line.text[:limit]}…(后略)"
+    return "(已撤回)" if line.recalled else text
+
+
+def present_people(lines: Sequence[ContextLine]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for line in reversed(lines):  # the most recent speakers first
+        if not line.from_bot:
+            seen.setdefault(line.speaker, None)
+    return tuple(seen)
+
+
+def line_tokens(line: ContextLine) -> int:
+    return estimate_tokens(line.speaker) + estimate_tokens(line.text) + LINE_OVERHEAD_TOKENS
+
+
+def fit_to_budget(
+    lines: Sequence[ContextLine], blocks: Sequence[ContextBlock], budget: int
+) -> tuple[tuple[ContextLine, ...], tuple[ContextBlock, ...]]:
+    """Keep the prompt under `budget` tokens: the oldest history goes first, then the
+    lowest-priority context blocks; the batch is never dropped."""
+    kept_lines = list(lines)
+    kept_blocks = sorted(blocks, key=lambda b: -b.priority)
+    total = sum(line_tokens(line) for line in kept_lines) + sum(
+        estimate_tokens(b.text) for b in kept_blocks
+    )
+    index = 0
+    while total > budget and index < len(kept_lines):
+        if kept_lines[index].in_batch:
+            index += 1
+            continue
+        total -= line_tokens(kept_lines.pop(index))
+    while total > budget and kept_blocks:
+        total -= estimate_tokens(kept_blocks.pop().text)
+    return tuple(kept_lines), tuple(kept_blocks)

@@ -1,0 +1,167 @@
+"""What the conversation agent reads: a stream's recent window, older matches, one message.
+
+Every read is bounded by a message id (the turn's watermark), so what the model sees does not
+depend on what arrived while the turn was being prepared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, Select, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.store.models import Identity, Message, Person, Stream
+
+_LIKE_ESCAPE = "\\"
+
+
+@dataclass(frozen=True)
+class WindowLine:
+    message_id: int
+    platform_message_id: str
+    sender_person_id: int
+    speaker: str  # the person's latest nickname; empty when never seen
+    user_id: str  # the sender's platform id
+    from_bot: bool
+    text: str
+    time: datetime
+    reply_to: str | None  # platform id of the quoted message
+    is_poke: bool
+    recalled: bool
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    stream_id: int
+    kind: str
+    external_id: str
+    self_id: str
+    name: str
+
+
+def _line_query() -> Select[Any]:
+    # One identity per person is enough to name the account; the lowest id is the first seen.
+    first_identity = (
+        select(Identity.person_id, func.min(Identity.id).label("identity_id"))
+        .group_by(Identity.person_id)
+        .subquery()
+    )
+    return (
+        select(
+            Message.id,
+            Message.platform_message_id,
+            Message.sender_person_id,
+            Person.display_name,
+            Identity.user_id,
+            Message.from_bot,
+            Message.text,
+            Message.time,
+            Message.reply_to,
+            Message.is_poke,
+            Message.recalled,
+        )
+        .join(Person, Person.id == Message.sender_person_id)
+        .join(first_identity, first_identity.c.person_id == Message.sender_person_id)
+        .join(Identity, Identity.id == first_identity.c.identity_id)
+    )
+
+
+async def window_up_to(
+    engine: AsyncEngine, stream_id: int, watermark: int, limit: int
+) -> list[WindowLine]:
+    """The `limit` newest messages with id <= watermark, oldest first."""
+    query = (
+        _line_query()
+        .where(Message.stream_id == stream_id, Message.id <= watermark)
+        .order_by(Message.id.desc())
+        .limit(limit)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [_line(row) for row in reversed(rows)]
+
+
+async def messages_by_id(
+    engine: AsyncEngine, stream_id: int, message_ids: list[int]
+) -> list[WindowLine]:
+    query = _line_query().where(Message.stream_id == stream_id, Message.id.in_(message_ids))
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query.order_by(Message.id))).all()
+    return [_line(row) for row in rows]
+
+
+async def search_before(
+    engine: AsyncEngine, stream_id: int, before: int, words: list[str], limit: int
+) -> list[WindowLine]:
+    """Older messages of the stream containing every word, newest first."""
+    query = _line_query().where(Message.stream_id == stream_id, Message.id < before)
+    for word in words:
+        escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(Message.text.like(f"%{escaped}%", escape=_LIKE_ESCAPE))
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query.order_by(Message.id.desc()).limit(limit))).all()
+    return [_line(row) for row in rows]
+
+
+async def around(
+    engine: AsyncEngine, stream_id: int, message_id: int, watermark: int, span: int
+) -> list[WindowLine]:
+    """The message with up to `span` neighbours on each side (none after the watermark)."""
+    before = (
+        _line_query()
+        .where(Message.stream_id == stream_id, Message.id <= message_id)
+        .order_by(Message.id.desc())
+        .limit(span + 1)
+    )
+    after = (
+        _line_query()
+        .where(
+            Message.stream_id == stream_id,
+            Message.id > message_id,
+            Message.id <= watermark,
+        )
+        .order_by(Message.id)
+        .limit(span)
+    )
+    async with engine.connect() as conn:
+        older = (await conn.execute(before)).all()
+        newer = (await conn.execute(after)).all()
+    if not older or older[0].id != message_id:
+        return []
+    return [_line(row) for row in [*reversed(older), *newer]]
+
+
+async def newest_message_id(engine: AsyncEngine, stream_id: int) -> int:
+    query = select(func.max(Message.id)).where(Message.stream_id == stream_id)
+    async with engine.connect() as conn:
+        return int((await conn.execute(query)).scalar() or 0)
+
+
+async def stream_info(engine: AsyncEngine, stream_id: int) -> StreamInfo | None:
+    query = select(Stream.kind, Stream.external_id, Stream.self_id, Stream.name).where(
+        Stream.id == stream_id
+    )
+    async with engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    return StreamInfo(stream_id, row.kind, row.external_id, row.self_id, row.name)
+
+
+def _line(row: Row[Any]) -> WindowLine:
+    return WindowLine(
+        message_id=row.id,
+        platform_message_id=row.platform_message_id,
+        sender_person_id=row.sender_person_id,
+        speaker=row.display_name or "",
+        user_id=row.user_id,
+        from_bot=row.from_bot,
+        text=row.text,
+        time=row.time,
+        reply_to=row.reply_to,
+        is_poke=row.is_poke,
+        recalled=row.recalled,
+    )

@@ -1,0 +1,132 @@
+"""The kernel and the agent in-process, on a real store, against the fake model server.
+
+The platform side is a recording outlet: it "sends" by recording, then stores the bot's
+message through the ingress like the OneBot outlet does after NapCat's receipt. The real
+outlet is tested against NapCat's API in tests/platform and end to end in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.app import Runtime
+from pallas.config import load_settings
+from pallas.core.actions import Capability
+from pallas.core.inbound import InboundMessage, Segment, StreamKey
+from pallas.platform.onebot.send import own_message, utc_now
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.setup import build_agent_handler
+from pallas.store.models import Event
+
+_platform_ids = itertools.count(900_000)
+
+
+@dataclass
+class Sent:
+    stream: StreamKey
+    text: str
+    quote: str | None
+    platform_message_id: str
+
+
+@dataclass
+class RecordingOutlet:
+    runtime: Runtime | None = None
+    capability_set: frozenset[Capability] = frozenset()
+    refuse: bool = False
+    sent: list[Sent] = field(default_factory=list)
+    pokes: list[tuple[StreamKey, str]] = field(default_factory=list)
+    reactions: list[tuple[str, str]] = field(default_factory=list)
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        if self.refuse:
+            return None
+        platform_id = str(next(_platform_ids))
+        text = "".join(segment.text for segment in segments)
+        self.sent.append(Sent(stream, text, quote, platform_id))
+        assert self.runtime is not None
+        await self.runtime.ingress.accept(
+            own_message(stream, tuple(segments), platform_id, utc_now())
+        )
+        return platform_id
+
+    async def poke(self, stream: StreamKey, user_id: str) -> bool:
+        self.pokes.append((stream, user_id))
+        return not self.refuse
+
+    async def react(self, stream: StreamKey, platform_message_id: str, reaction: str) -> bool:
+        self.reactions.append((platform_message_id, reaction))
+        return not self.refuse
+
+    async def capabilities(self, self_id: str) -> frozenset[Capability]:
+        return self.capability_set
+
+
+async def start_agent(
+    tmp_path: Path,
+    store_url: str,
+    *,
+    outlet: RecordingOutlet,
+    config: AgentConfig | None = None,
+    **settings: object,
+) -> Runtime:
+    overrides: dict[str, object] = {"pallas_providers_file": "", **settings}
+    loaded = load_settings(
+        env_file=None, pallas_data_dir=tmp_path, pallas_database_url=store_url, **overrides
+    )
+    runtime = Runtime.build(loaded, handler=_Placeholder())
+    outlet.runtime = runtime
+    runtime.runner.handler = build_agent_handler(
+        engine=runtime.engine,
+        ledger=runtime.ledger,
+        models=runtime.models,
+        outlet=outlet,
+        config=config or AgentConfig(),
+        nicknames=tuple(loaded.nickname),
+    )
+    await runtime.start()
+    return runtime
+
+
+class _Placeholder:
+    async def handle(self, turn: object) -> object:
+        raise AssertionError("replaced before start")
+
+
+async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def settle(runtime: Runtime) -> None:
+    """Let turns finish and the ledger commit what it queued."""
+    await asyncio.sleep(0.05)
+    await until(lambda: not runtime.scheduler.running)
+    await asyncio.sleep(0.05)
+    await runtime.ledger.write()
+
+
+async def say(runtime: Runtime, msg: InboundMessage) -> int:
+    result = await runtime.ingress.accept(msg)
+    assert result.stored is not None
+    return result.stored.message_id
+
+
+async def ledger(engine: AsyncEngine, *kinds: str) -> list[Event]:
+    query = select(Event).order_by(Event.id)
+    if kinds:
+        query = query.where(Event.kind.in_(kinds))
+    async with engine.connect() as conn:
+        return list((await conn.execute(query)).all())
