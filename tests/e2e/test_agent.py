@@ -1,0 +1,120 @@
+"""End to end: an @ in a group becomes a reply in the group, through the whole chain.
+
+fake NapCat (real WebSocket) -> the real bot process -> gate -> batch -> context ->
+fake model (real HTTP) -> validated action -> delivery -> NapCat's send_group_msg.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
+from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.timeline_db import TimelineDb, wait_for
+
+SELF_ID = 46_001
+MODEL = "e2e-chat"
+
+
+class NapCat(FakeNapCat):
+    """Answers sends with message ids."""
+
+    def __init__(self, ws_url: str) -> None:
+        super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
+        self.responders["send_group_msg"] = self._sent
+        self.responders["send_private_msg"] = self._sent
+
+    def _sent(self, _params: dict[str, Any]) -> dict[str, int]:
+        return {"message_id": next_message_id()}
+
+    def sent_texts(self, action: str = "send_group_msg") -> list[str]:
+        return [
+            "".join(seg["data"].get("text", "") for seg in call["params"]["message"])
+            for call in self.api_calls
+            if call["action"] == action
+        ]
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def bot(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> AsyncIterator[BotProcess]:
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-e2e"}
+    process = BotProcess(tmp_path_factory.mktemp("agent"), token=ACCESS_TOKEN, env=env)
+    process.start()
+    await process.wait_ready()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def napcat(bot: BotProcess) -> AsyncIterator[NapCat]:
+    client = NapCat(bot.ws_url)
+    await client.connect()
+    yield client
+    await client.close()
+
+
+async def test_an_at_in_a_group_is_answered_in_the_group(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    answer = json.dumps({"text": "在的\n找我啥事"}, ensure_ascii=False)
+    model.script(MODEL, Reply("", (ToolCallSpec("reply", answer),)))
+    event = napcat.group_message(7701, 555, [at(SELF_ID), text(" 在吗")])
+    await napcat.send_event(event)
+
+    await wait_for(lambda: len(napcat.sent_texts()) == 2, timeout=15, what="two bubbles sent")
+    assert napcat.sent_texts() == ["在的", "找我啥事"]
+    sent = [c["params"] for c in napcat.api_calls if c["action"] == "send_group_msg"]
+    assert all(params["group_id"] == 7701 for params in sent)
+    assert all(isinstance(params["message"], list) for params in sent)  # segment arrays
+
+    timeline = TimelineDb(bot.db_path)
+    turn_id = timeline.scalar(
+        "SELECT turn_id FROM message WHERE platform_message_id = ?", str(event["message_id"])
+    )
+    assert turn_id is not None
+    kinds = await wait_for(
+        lambda: _turn_kinds(timeline, turn_id, until="turn_finished"),
+        what="the turn's ledger",
+    )
+    assert kinds == [
+        "turn_started",
+        "context_assembled",
+        "agent_decided",
+        "reply_sent",
+        "turn_finished",
+    ]
+    calls = await wait_for(
+        lambda: timeline.query("SELECT * FROM llm_call WHERE turn_id = ?", turn_id),
+        what="the model call's accounting row",
+    )
+    assert [(c["purpose"], c["model"], c["outcome"]) for c in calls] == [
+        ("decision", MODEL, "ok")
+    ]
+    own = timeline.query("SELECT text FROM message WHERE from_bot = 1 ORDER BY id")
+    assert [row["text"] for row in own][-2:] == ["在的", "找我啥事"]
+    [request] = model.requests_for(MODEL)
+    assert request.api_key == "sk-e2e"
+    assert "在吗" in request.body["messages"][-1]["content"]
+    assert "在吗" not in request.body["messages"][0]["content"]
+    assert (Path(bot.data_dir) / "logs" / "llm").is_dir()
+
+
+def _turn_kinds(timeline: TimelineDb, turn_id: int, until: str) -> list[str] | None:
+    rows = timeline.query("SELECT kind FROM event WHERE turn_id = ? ORDER BY id", turn_id)
+    kinds = [row["kind"] for row in rows]
+    return kinds if until in kinds else None
