@@ -102,9 +102,7 @@ async def test_an_at_in_a_group_is_answered_in_the_group(
         lambda: timeline.query("SELECT * FROM llm_call WHERE turn_id = ?", turn_id),
         what="the model call's accounting row",
     )
-    assert [(c["purpose"], c["model"], c["outcome"]) for c in calls] == [
-        ("decision", MODEL, "ok")
-    ]
+    assert [(c["purpose"], c["model"], c["outcome"]) for c in calls] == [("decision", MODEL, "ok")]
     own = timeline.query("SELECT text FROM message WHERE from_bot = 1 ORDER BY id")
     assert [row["text"] for row in own][-2:] == ["在的", "找我啥事"]
     [request] = model.requests_for(MODEL)
