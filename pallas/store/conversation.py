@@ -43,30 +43,29 @@ class StreamInfo:
 
 
 def _line_query() -> Select[Any]:
-    # One identity per person is enough to name the account; the lowest id is the first seen.
-    first_identity = (
-        select(Identity.person_id, func.min(Identity.id).label("identity_id"))
-        .group_by(Identity.person_id)
-        .subquery()
+    # One identity per person names the account; the first seen (lowest id), looked up per
+    # row through the person_id index rather than by grouping the whole identity table.
+    user_id = (
+        select(Identity.user_id)
+        .where(Identity.person_id == Message.sender_person_id)
+        .order_by(Identity.id)
+        .limit(1)
+        .correlate(Message)
+        .scalar_subquery()
     )
-    return (
-        select(
-            Message.id,
-            Message.platform_message_id,
-            Message.sender_person_id,
-            Person.display_name,
-            Identity.user_id,
-            Message.from_bot,
-            Message.text,
-            Message.time,
-            Message.reply_to,
-            Message.is_poke,
-            Message.recalled,
-        )
-        .join(Person, Person.id == Message.sender_person_id)
-        .join(first_identity, first_identity.c.person_id == Message.sender_person_id)
-        .join(Identity, Identity.id == first_identity.c.identity_id)
-    )
+    return select(
+        Message.id,
+        Message.platform_message_id,
+        Message.sender_person_id,
+        Person.display_name,
+        user_id.label("user_id"),
+        Message.from_bot,
+        Message.text,
+        Message.time,
+        Message.reply_to,
+        Message.is_poke,
+        Message.recalled,
+    ).join(Person, Person.id == Message.sender_person_id)
 
 
 async def window_up_to(
@@ -157,7 +156,7 @@ def _line(row: Row[Any]) -> WindowLine:
         platform_message_id=row.platform_message_id,
         sender_person_id=row.sender_person_id,
         speaker=row.display_name or "",
-        user_id=row.user_id,
+        user_id=row.user_id or "",
         from_bot=row.from_bot,
         text=row.text,
         time=row.time,
