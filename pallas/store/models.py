@@ -188,3 +188,29 @@ class LlmCall(Base):
     outcome: Mapped[str] = mapped_column(String(32))
     error: Mapped[str] = mapped_column(Text, default="")
     attempt: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class CapabilitySetting(Base):
+    """An owner's switch or override for a tool, function plugin or skill, by its stable name.
+
+    Only exceptions are stored: a missing row (or a null column) means the default.
+    """
+
+    __tablename__ = "capability_setting"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # tool / plugin / skill
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    enabled: Mapped[bool | None] = mapped_column(Boolean)
+    embedded: Mapped[bool | None] = mapped_column(Boolean)  # skills: in every prompt
+    overrides: Mapped[dict[str, Any]] = mapped_column(JSON)  # tools: description/hints/visibility
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ToolActivation(Base):
+    """A deferred tool brought into a conversation (by `tools.find`) until `expires_at`."""
+
+    __tablename__ = "tool_activation"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
