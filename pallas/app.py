@@ -33,6 +33,7 @@ from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
 from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
+from pallas.product.llm.tools.setup import ToolSetup, build_tools
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -73,6 +74,7 @@ class Runtime:
     models: ModelManager
     usage: LlmUsageWriter
     call_log: CallLog
+    tools: ToolSetup
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -118,6 +120,7 @@ class Runtime:
             )
         )
         ingress = Ingress(writer, admission)
+        tools = build_tools(engine, settings.pallas_data_dir)
         if handler is None:
             # The agent acts through the platform, which records the bot's own messages
             # through the ingress: built last, then plugged into the turn runner.
@@ -128,6 +131,9 @@ class Runtime:
                 outlet=OneBotOutlet(ingress),
                 config=load_agent_config(),
                 nicknames=tuple(settings.nickname),
+                book=tools.book,
+                skills=tools.skills,
+                superusers=frozenset(settings.superusers),
             )
         return cls(
             settings=settings,
@@ -143,6 +149,7 @@ class Runtime:
             models=models,
             usage=usage,
             call_log=call_log,
+            tools=tools,
         )
 
     @property
@@ -170,6 +177,7 @@ class Runtime:
         self.usage.start()
         if not self.models.catalog.empty:
             self.call_log.open()
+        await self.tools.book.purge_essential_switches(utc_now())
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
         await rebuffer_unconsumed(
             self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window

@@ -25,12 +25,9 @@ class Action(StrEnum):
     WAIT = "wait"
     REACT = "react"
     POKE = "poke"
-    RECALL = "recall"  # search older messages of this conversation
-    INSPECT = "inspect"  # look at one message with its neighbours
 
 
-TERMINAL = frozenset({Action.REPLY, Action.SILENT, Action.WAIT, Action.REACT, Action.POKE})
-COGNITIVE = frozenset({Action.RECALL, Action.INSPECT})
+TERMINAL = frozenset(Action)
 
 
 class ProtocolFault(StrEnum):
@@ -44,14 +41,11 @@ class FrameInputs:
     forced: bool
     may_wait: bool
     capabilities: frozenset[Capability]
-    cognitive_budget: int
 
 
 def available_actions(inputs: FrameInputs) -> frozenset[Action]:
     """Private, direct and forced turns must answer; a group deliberation may also stay out."""
     actions = {Action.REPLY}
-    if inputs.cognitive_budget > 0:
-        actions |= COGNITIVE
     if inputs.kind is StreamKind.PRIVATE or inputs.forced:
         return frozenset(actions)
     actions.add(Action.SILENT)
@@ -71,20 +65,14 @@ class DecisionFrame:
     watermark: int
     actions: frozenset[Action]
     forced: bool
-    cognitive_left: int
+    tool_calls_left: int  # look-ups and other tools before the terminal action
     bot_names: tuple[str, ...] = ()
     max_bubbles: int = 4
     max_chars: int = 1500
 
-    def after_cognitive_call(self) -> DecisionFrame:
-        """One cognitive call spent: when the budget is gone, those actions leave the set."""
-        left = self.cognitive_left - 1
-        actions = self.actions if left > 0 else self.actions - COGNITIVE
-        return replace(self, cognitive_left=left, actions=actions)
-
-    @property
-    def terminal_actions(self) -> frozenset[Action]:
-        return self.actions & TERMINAL
+    def after_tool_call(self) -> DecisionFrame:
+        """One tool call spent: when the budget is gone, no tool is offered any more."""
+        return replace(self, tool_calls_left=max(0, self.tool_calls_left - 1))
 
 
 @dataclass(frozen=True)
@@ -118,18 +106,12 @@ Decision = ReplyDecision | SilentDecision | WaitDecision | ReactDecision | PokeD
 
 
 @dataclass(frozen=True)
-class CognitiveCall:
-    action: Action
-    arguments: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
 class ProtocolError:
     fault: ProtocolFault
     reason: str  # addressed to the model, fed back once
 
 
-Chosen = Decision | CognitiveCall | ProtocolError
+Chosen = Decision | ProtocolError
 
 
 def validate_call(name: str, arguments: Mapping[str, Any], frame: DecisionFrame) -> Chosen:
@@ -139,8 +121,6 @@ def validate_call(name: str, arguments: Mapping[str, Any], frame: DecisionFrame)
         return _illegal(f"没有叫 {name} 的动作；可用的动作：{_names(frame)}")
     if action not in frame.actions:
         return _illegal(f"这一轮不能用 {name}；可用的动作：{_names(frame)}")
-    if action in COGNITIVE:
-        return _cognitive(action, arguments)
     return _TERMINAL_VALIDATORS[action](arguments, frame)
 
 
@@ -206,19 +186,6 @@ def _target(value: object, frame: DecisionFrame) -> int | ProtocolError:
         allowed = "、".join(f"#{i}" for i in frame.selectable)
         return _illegal(f"只能指向这一批的消息（{allowed}），#{message_id} 不在其中")
     return message_id
-
-
-def _cognitive(action: Action, arguments: Mapping[str, Any]) -> Chosen:
-    if action is Action.RECALL:
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            return ProtocolError(ProtocolFault.PARSE_ERROR, "recall 需要非空的 query")
-        return CognitiveCall(action, {"query": query.strip()[:100]})
-    try:
-        message_id = int(str(arguments.get("message_id")).strip().lstrip("#"))
-    except ValueError:
-        return ProtocolError(ProtocolFault.PARSE_ERROR, "inspect 需要一个消息编号（数字）")
-    return CognitiveCall(action, {"message_id": message_id})
 
 
 def _illegal(reason: str) -> ProtocolError:

@@ -44,8 +44,8 @@ class AgentConfig(BaseModel):
     context_token_budget: int = Field(default=3000, ge=200, le=100_000)
     max_bubbles: int = Field(default=4, ge=1, le=10)
     reply_max_chars: int = Field(default=600, ge=20, le=5000)
-    cognitive_budget: int = Field(default=2, ge=0, le=5)
-    max_rounds: int = Field(default=4, ge=2, le=8)
+    tool_call_budget: int = Field(default=3, ge=0, le=8)
+    max_rounds: int = Field(default=5, ge=2, le=10)
 
 
 def load_agent_config(path: Path | None = None) -> AgentConfig:

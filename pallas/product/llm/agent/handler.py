@@ -6,7 +6,9 @@ assemble context -> frame -> decide -> act (reply / react / poke) or hand back
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from loguru import logger
@@ -25,10 +27,13 @@ from pallas.product.llm.agent.actions import (
 )
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
+from pallas.product.llm.agent.toolbox import TurnToolbox
 from pallas.product.llm.assembler.context import AssemblyDeps, PreparedTurn, assemble_context
 from pallas.product.llm.delivery import OutgoingReply, Outlet, ReplyDelivery, should_quote
 from pallas.product.llm.kernel.gate import Outcome
 from pallas.product.llm.kernel.turn import Turn, TurnDecision
+from pallas.product.llm.tool_loop import ToolLoopDeps
+from pallas.product.llm.tools.base import Conversation
 from pallas.store.conversation import newest_message_id
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
@@ -44,10 +49,13 @@ class AgentHandlerDeps:
     ledger: LedgerWriter
     assembly: AssemblyDeps
     agent: AgentDeps | None  # None: no chat model is configured
+    tools: ToolLoopDeps
     outlet: Outlet
     delivery: ReplyDelivery
     config: AgentConfig
     bot_names: tuple[str, ...]
+    superusers: frozenset[str] = frozenset()
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 class AgentTurnHandler:
@@ -61,7 +69,16 @@ class AgentTurnHandler:
             return await self._no_answer(turn, "no chat model is configured")
         capabilities = await self._deps.outlet.capabilities(turn.stream.self_id)
         frame = build_frame(turn, prepared, capabilities, self._deps.config, self._deps.bot_names)
-        outcome = await decide(prepared, frame, self._deps.agent)
+        conversation = Conversation(
+            stream_id=turn.stream_id,
+            stream=turn.stream,
+            asker_user_ids=frame.selectable_users,
+            asker_is_owner=bool(set(frame.selectable_users) & self._deps.superusers),
+        )
+        toolbox = await TurnToolbox.open(
+            self._deps.tools, prepared, conversation, self._deps.clock()
+        )
+        outcome = await decide(prepared, frame, self._deps.agent, toolbox)
         if outcome.decision is None:
             return await self._failed(turn, outcome)
         self._event(turn, "agent_decided", _action_name(outcome), _decision_payload(outcome))
@@ -160,7 +177,6 @@ def build_frame(
         forced=prepared.forced,
         may_wait=turn.may_wait,
         capabilities=capabilities,
-        cognitive_budget=config.cognitive_budget,
     )
     batch = prepared.batch
     return DecisionFrame(
@@ -169,7 +185,7 @@ def build_frame(
         watermark=turn.watermark,
         actions=available_actions(inputs),
         forced=prepared.forced,
-        cognitive_left=config.cognitive_budget,
+        tool_calls_left=config.tool_call_budget,
         bot_names=bot_names,
         max_bubbles=config.max_bubbles,
         max_chars=config.reply_max_chars,

@@ -1,6 +1,6 @@
-"""The decision loop: ask, run cognitive calls, validate the terminal action, repair once.
+"""The decision loop: ask, run tool calls, validate the terminal action, repair once.
 
-    render -> model -> tool calls (or text calls) -> cognitive? run, append, ask again
+    render -> model -> tool calls (or text calls) -> a tool? run it, append, ask again
                                                  -> terminal? validate -> decision
                                                  -> protocol error? feed back once, else fail
 
@@ -11,14 +11,14 @@ failure reason (`parse_error`, `illegal_action`, `timeout`, `provider_error`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
+from typing import Protocol as TypingProtocol
 
 from pallas.product.llm.agent.actions import (
-    COGNITIVE,
     TERMINAL,
-    CognitiveCall,
     Decision,
     DecisionFrame,
     ProtocolError,
@@ -26,10 +26,9 @@ from pallas.product.llm.agent.actions import (
     ReplyDecision,
     validate_call,
 )
-from pallas.product.llm.agent.cognitive import CognitiveTools
 from pallas.product.llm.agent.output import shape_reply
 from pallas.product.llm.agent.text_protocol import describe_functions, parse_text_actions
-from pallas.product.llm.agent.tool_specs import text_functions, tool_schemas
+from pallas.product.llm.agent.tool_specs import offered_tools, text_functions, tool_schemas
 from pallas.product.llm.assembler.context import PreparedTurn
 from pallas.product.llm.assembler.prompt import (
     Message,
@@ -39,6 +38,9 @@ from pallas.product.llm.assembler.prompt import (
     render_reply_request,
     tool_result,
 )
+from pallas.product.llm.tool_loop import ToolRun
+from pallas.product.llm.tools.base import ToolSpec
+from pallas.product.llm.tools.registry import to_wire
 from pallas.providers.catalog import ModelType
 from pallas.providers.errors import (
     AllCandidatesFailedError,
@@ -73,8 +75,24 @@ class AgentPlan:
 @dataclass
 class AgentDeps:
     models: ModelManager
-    tools: CognitiveTools
     plan: AgentPlan
+
+
+class Toolbox(TypingProtocol):
+    """The turn's non-terminal tools (see agent/toolbox.py)."""
+
+    def specs(self) -> tuple[ToolSpec, ...]: ...
+
+    @property
+    def call_available(self) -> bool: ...
+
+    async def run(self, wire: str, arguments: Mapping[str, Any] | None) -> ToolRun: ...
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    wire: str
+    arguments: Mapping[str, Any] | None
 
 
 @dataclass
@@ -101,10 +119,12 @@ class AgentOutcome:
         return self
 
 
-async def decide(turn: PreparedTurn, frame: DecisionFrame, deps: AgentDeps) -> AgentOutcome:
+async def decide(
+    turn: PreparedTurn, frame: DecisionFrame, deps: AgentDeps, toolbox: Toolbox
+) -> AgentOutcome:
     outcome = AgentOutcome()
     try:
-        await _decision_rounds(turn, frame, deps, outcome)
+        await _decision_rounds(turn, frame, deps, toolbox, outcome)
         if isinstance(outcome.decision, ReplyDecision) and deps.plan.split:
             await _write_reply(turn, frame, deps, outcome)
     except NoModelError as exc:
@@ -118,31 +138,43 @@ async def decide(turn: PreparedTurn, frame: DecisionFrame, deps: AgentDeps) -> A
 
 
 async def _decision_rounds(
-    turn: PreparedTurn, frame: DecisionFrame, deps: AgentDeps, outcome: AgentOutcome
+    turn: PreparedTurn,
+    frame: DecisionFrame,
+    deps: AgentDeps,
+    toolbox: Toolbox,
+    outcome: AgentOutcome,
 ) -> None:
     plan = deps.plan
-    messages = render_decision(turn, _protocol(frame, plan.mode), decision_only=plan.split)
+    for_round = _round_tools(frame, toolbox)
+    messages = render_decision(
+        turn, _protocol(frame, plan.mode, for_round), decision_only=plan.split
+    )
     for _ in range(plan.max_rounds):
         outcome.rounds += 1
-        result = await _ask(deps, turn, messages, frame, plan)
+        result = await _ask(deps, turn, messages, frame, for_round, plan)
         outcome.count(result)
-        chosen, call_id = _pick(result, frame, plan.mode)
+        chosen, call_id = _pick(result, frame, for_round, plan.mode)
         if isinstance(chosen, ProtocolError):
             if len(outcome.repairs) >= plan.repair_limit:
                 outcome.fail(FailureReason(chosen.fault.value), chosen.reason)
                 return
             outcome.repairs.append(chosen.reason)
             messages += _repair(result, call_id, chosen.reason, plan.mode)
-        elif isinstance(chosen, CognitiveCall):
-            observation = await deps.tools.run(chosen, turn)
-            outcome.lookups.append({"action": chosen.action.value, **chosen.arguments})
-            messages += _observation(result, call_id, chosen, observation, plan.mode)
-            frame = frame.after_cognitive_call()
-            messages = _refresh_protocol(messages, turn, frame, plan)
+        elif isinstance(chosen, ToolRequest):
+            run = await toolbox.run(chosen.wire, chosen.arguments)
+            outcome.lookups.append({"tool": run.name, "outcome": run.outcome})
+            messages += _observation(result, call_id, chosen.wire, run.data, plan.mode)
+            frame = frame.after_tool_call()
+            for_round = _round_tools(frame, toolbox)
+            messages = _refresh_protocol(messages, turn, frame, for_round, plan)
         else:
             outcome.decision = chosen
             return
     outcome.fail(FailureReason.PARSE_ERROR, f"no terminal action in {plan.max_rounds} rounds")
+
+
+def _round_tools(frame: DecisionFrame, toolbox: Toolbox) -> tuple[ToolSpec, ...]:
+    return offered_tools(frame, toolbox.specs(), toolbox.call_available)
 
 
 async def _ask(
@@ -150,41 +182,51 @@ async def _ask(
     turn: PreparedTurn,
     messages: list[Message],
     frame: DecisionFrame,
+    tools: tuple[ToolSpec, ...],
     plan: AgentPlan,
 ) -> ChatResult:
-    tools = tool_schemas(frame) if plan.mode is ProtocolMode.NATIVE else []
+    schemas = tool_schemas(frame, tools) if plan.mode is ProtocolMode.NATIVE else []
     return await deps.models.chat(
-        ChatRequest(messages=list(messages), tools=tools),
+        ChatRequest(messages=list(messages), tools=schemas),
         tag=CallTag(Purpose.DECISION, turn.stream_id, turn.turn_id, _stream_key(turn)),
         model_type=plan.decision_type,
     )
 
 
 def _pick(
-    result: ChatResult, frame: DecisionFrame, mode: ProtocolMode
-) -> tuple[Decision | CognitiveCall | ProtocolError, str]:
-    """The call this round acts on: the first terminal one, else the first cognitive one."""
-    calls = _calls(result, frame, mode)
+    result: ChatResult,
+    frame: DecisionFrame,
+    tools: tuple[ToolSpec, ...],
+    mode: ProtocolMode,
+) -> tuple[Decision | ToolRequest | ProtocolError, str]:
+    """The call this round acts on: the first terminal one, else the first tool call."""
+    calls = _calls(result, frame, tools, mode)
     if isinstance(calls, ProtocolError):
         return calls, ""
-    names = [name for name, _, _ in calls]
-    ranked = [i for i, n in enumerate(names) if n in TERMINAL] or [
-        i for i, n in enumerate(names) if n in COGNITIVE
-    ]
+    terminal = {action.value for action in TERMINAL}
+    ranked = [i for i, (n, _, _) in enumerate(calls) if n in terminal]
     name, arguments, call_id = calls[ranked[0] if ranked else 0]
+    if name not in terminal:
+        if frame.tool_calls_left <= 0:
+            reason = "查资料的次数用完了，请直接选一个结束本轮的动作"
+            return ProtocolError(ProtocolFault.ILLEGAL_ACTION, reason), call_id
+        return ToolRequest(name, arguments), call_id
     if arguments is None:
         return ProtocolError(ProtocolFault.PARSE_ERROR, f"{name} 的参数不是 JSON 对象"), call_id
     return validate_call(name, arguments, frame), call_id
 
 
 def _calls(
-    result: ChatResult, frame: DecisionFrame, mode: ProtocolMode
+    result: ChatResult,
+    frame: DecisionFrame,
+    tools: tuple[ToolSpec, ...],
+    mode: ProtocolMode,
 ) -> list[tuple[str, dict[str, Any] | None, str]] | ProtocolError:
     if mode is ProtocolMode.NATIVE:
         if not result.tool_calls:
             return ProtocolError(ProtocolFault.PARSE_ERROR, "没有调用任何动作；必须调用一个动作")
         return [(c.name, c.arguments, c.id) for c in result.tool_calls]
-    functions, _ = text_functions(frame)
+    functions, _ = text_functions(frame, tools)
     parsed = parse_text_actions(result.text, functions)
     if not parsed.calls:
         hints = "；".join(parsed.issues) or "没有找到动作调用"
@@ -208,11 +250,7 @@ def _repair(result: ChatResult, call_id: str, reason: str, mode: ProtocolMode) -
 
 
 def _observation(
-    result: ChatResult,
-    call_id: str,
-    call: CognitiveCall,
-    observation: Any,
-    mode: ProtocolMode,
+    result: ChatResult, call_id: str, wire: str, observation: Any, mode: ProtocolMode
 ) -> list[Message]:
     if mode is ProtocolMode.NATIVE:
         native = next(c for c in result.tool_calls if c.id == call_id)
@@ -222,7 +260,7 @@ def _observation(
         ]
     return [
         {"role": "assistant", "content": result.text},
-        {"role": "user", "content": f"【{call.action.value} 的结果】{tool_result(observation)}"},
+        {"role": "user", "content": f"【{wire} 的结果】{tool_result(observation)}"},
     ]
 
 
@@ -237,19 +275,25 @@ def _assistant_call(result: ChatResult, call_id: str, name: str, arguments: str)
 
 
 def _refresh_protocol(
-    messages: list[Message], turn: PreparedTurn, frame: DecisionFrame, plan: AgentPlan
+    messages: list[Message],
+    turn: PreparedTurn,
+    frame: DecisionFrame,
+    tools: tuple[ToolSpec, ...],
+    plan: AgentPlan,
 ) -> list[Message]:
-    """The action set narrowed (budget spent): the system message says so from now on."""
-    system = render_decision(turn, _protocol(frame, plan.mode), decision_only=plan.split)[0]
+    """The offer changed (budget spent, tools found): the system message says so from now on."""
+    protocol = _protocol(frame, plan.mode, tools)
+    system = render_decision(turn, protocol, decision_only=plan.split)[0]
     return [system, *messages[1:]]
 
 
-def _protocol(frame: DecisionFrame, mode: ProtocolMode) -> Protocol:
-    names = [spec for spec in (a.value for a in sorted(frame.actions))]
+def _protocol(frame: DecisionFrame, mode: ProtocolMode, tools: tuple[ToolSpec, ...]) -> Protocol:
+    actions = sorted(a.value for a in frame.actions)
+    tool_names = [to_wire(spec.name) for spec in tools]
     if mode is ProtocolMode.NATIVE:
-        return Protocol(mode, names)
-    functions, descriptions = text_functions(frame)
-    return Protocol(mode, names, describe_functions(functions, descriptions))
+        return Protocol(mode, actions, tools=tool_names)
+    functions, descriptions = text_functions(frame, tools)
+    return Protocol(mode, actions, describe_functions(functions, descriptions), tool_names)
 
 
 async def _write_reply(

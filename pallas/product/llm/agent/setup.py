@@ -5,13 +5,15 @@ from __future__ import annotations
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.llm.agent.cognitive import CognitiveTools
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
 from pallas.product.llm.assembler.context import AssemblyDeps, Persona
 from pallas.product.llm.assembler.prompt import ProtocolMode
 from pallas.product.llm.delivery import DirectDelivery, Outlet
+from pallas.product.llm.tool_loop import ToolLoopDeps
+from pallas.product.llm.tools.book import ToolBook
+from pallas.product.llm.tools.skills import SkillBook
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.ledger import LedgerWriter
@@ -39,6 +41,9 @@ def build_agent_handler(
     outlet: Outlet,
     config: AgentConfig,
     nicknames: tuple[str, ...],
+    book: ToolBook,
+    skills: SkillBook | None = None,
+    superusers: frozenset[str] = frozenset(),
 ) -> AgentTurnHandler:
     persona = Persona(
         name=config.persona.name or nicknames[0],
@@ -57,11 +62,13 @@ def build_agent_handler(
         AgentHandlerDeps(
             engine=engine,
             ledger=ledger,
-            assembly=AssemblyDeps(engine, persona, config.context_token_budget),
-            agent=AgentDeps(models, CognitiveTools(engine), plan) if plan else None,
+            assembly=AssemblyDeps(engine, persona, config.context_token_budget, skills=skills),
+            agent=AgentDeps(models, plan) if plan else None,
+            tools=ToolLoopDeps(book, ledger),
             outlet=outlet,
             delivery=DirectDelivery(outlet),
             config=config,
             bot_names=(persona.name, *nicknames),
+            superusers=superusers,
         )
     )

@@ -6,12 +6,15 @@ native tool calling and one without see the same actions, arguments and descript
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pallas.core.actions import REACTIONS
 from pallas.product.llm.agent.actions import Action, DecisionFrame
 from pallas.product.llm.agent.text_protocol import FunctionSpec, ParamSpec, ParamType
+from pallas.product.llm.tools.base import ToolSpec
+from pallas.product.llm.tools.registry import to_wire
 
 
 @dataclass(frozen=True)
@@ -37,20 +40,45 @@ _JSON_TYPES = {
 }
 
 
+CALL_SPEC = ToolSpec(
+    name="call",
+    description="调用不常用的功能（先用 tools.find 找到它的名字）。",
+    parameters={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "功能名"},
+            "arguments": {"type": "object", "description": "该功能的参数"},
+        },
+        "required": ["name"],
+    },
+)
+
+
 def action_specs(frame: DecisionFrame) -> tuple[ActionSpec, ...]:
-    """The specs of the frame's actions, terminal ones first, in a fixed order."""
+    """The specs of the frame's terminal actions, in a fixed order."""
     order = [Action.REPLY, Action.SILENT, Action.WAIT, Action.REACT, Action.POKE]
-    order += [Action.RECALL, Action.INSPECT]
     return tuple(_SPECS[action] for action in order if action in frame.actions)
 
 
-def tool_schemas(frame: DecisionFrame) -> list[dict[str, Any]]:
-    """OpenAI Chat Completions `tools` for the frame."""
-    return [_tool(spec) for spec in action_specs(frame)]
+def offered_tools(
+    frame: DecisionFrame, tools: Sequence[ToolSpec], call_available: bool
+) -> tuple[ToolSpec, ...]:
+    """The non-terminal tools of this round: none once the tool budget is spent."""
+    if frame.tool_calls_left <= 0:
+        return ()
+    return (*tools, CALL_SPEC) if call_available else tuple(tools)
 
 
-def text_functions(frame: DecisionFrame) -> tuple[list[FunctionSpec], dict[str, str]]:
-    """The same actions for the text protocol: signatures and descriptions."""
+def tool_schemas(frame: DecisionFrame, tools: Sequence[ToolSpec] = ()) -> list[dict[str, Any]]:
+    """OpenAI Chat Completions `tools`: the terminal actions, then the offered tools."""
+    actions = [_tool(spec) for spec in action_specs(frame)]
+    return actions + [_registry_tool(spec) for spec in tools]
+
+
+def text_functions(
+    frame: DecisionFrame, tools: Sequence[ToolSpec] = ()
+) -> tuple[list[FunctionSpec], dict[str, str]]:
+    """The same for the text protocol: signatures and descriptions."""
     specs = action_specs(frame)
     functions = [
         FunctionSpec(
@@ -59,7 +87,32 @@ def text_functions(frame: DecisionFrame) -> tuple[list[FunctionSpec], dict[str, 
         )
         for spec in specs
     ]
-    return functions, {spec.action.value: spec.description for spec in specs}
+    descriptions = {spec.action.value: spec.description for spec in specs}
+    for tool in tools:
+        functions.append(_text_function(tool))
+        descriptions[to_wire(tool.name)] = tool.description
+    return functions, descriptions
+
+
+def _text_function(spec: ToolSpec) -> FunctionSpec:
+    properties = spec.parameters.get("properties") or {}
+    required = set(spec.parameters.get("required") or ())
+    params = tuple(
+        ParamSpec(name, _TEXT_TYPES.get(str(schema.get("type")), ParamType.STR), name in required)
+        for name, schema in properties.items()
+    )
+    return FunctionSpec(to_wire(spec.name), params)
+
+
+def _registry_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": to_wire(spec.name),
+            "description": spec.description,
+            "parameters": dict(spec.parameters),
+        },
+    }
 
 
 def _tool(spec: ActionSpec) -> dict[str, Any]:
@@ -79,6 +132,13 @@ def _tool(spec: ActionSpec) -> dict[str, Any]:
         },
     }
 
+
+_TEXT_TYPES = {
+    "string": ParamType.STR,
+    "integer": ParamType.INT,
+    "boolean": ParamType.BOOL,
+    "number": ParamType.FLOAT,
+}
 
 _REACTION_NAMES = "、".join(REACTIONS)
 
@@ -117,15 +177,5 @@ _SPECS = {
         Action.POKE,
         "戳一戳本批消息的某个发送者，不说话（结束本轮）。",
         (Param("user_id", ParamType.STR, "对方的 uid", required=True),),
-    ),
-    Action.RECALL: ActionSpec(
-        Action.RECALL,
-        "在这个会话更早的聊天记录里按关键词查找（不结束本轮，结果会给你）。",
-        (Param("query", ParamType.STR, "关键词，空格分隔", required=True),),
-    ),
-    Action.INSPECT: ActionSpec(
-        Action.INSPECT,
-        "看一条消息和它前后的几条（不结束本轮，结果会给你）。",
-        (Param("message_id", ParamType.INT, "消息编号", required=True),),
     ),
 }

@@ -17,6 +17,7 @@ from pallas.core.inbound import StreamKey, StreamKind
 from pallas.product.llm.kernel.gate import Outcome
 from pallas.product.llm.kernel.trigger import SpeakTrigger
 from pallas.product.llm.kernel.turn import Turn
+from pallas.product.llm.tools.skills import SkillBook
 from pallas.providers.estimate import estimate_tokens
 from pallas.store.conversation import WindowLine, stream_info, window_up_to
 
@@ -85,6 +86,7 @@ class PreparedTurn:
     blocks: tuple[ContextBlock, ...] = ()
     dropped_lines: int = 0
     dropped_blocks: int = 0
+    skill_text: str = ""  # the owner's embedded skills: trusted, goes into the system prompt
 
     @property
     def batch(self) -> tuple[ContextLine, ...]:
@@ -100,6 +102,7 @@ class AssemblyDeps:
     persona: Persona
     token_budget: int
     sources: Sequence[ContextSource] = field(default_factory=tuple)
+    skills: SkillBook | None = None
 
 
 async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
@@ -126,6 +129,7 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
         blocks=kept_blocks,
         dropped_lines=len(lines) - len(kept_lines),
         dropped_blocks=len(blocks) - len(kept_blocks),
+        skill_text=await deps.skills.embedded_text() if deps.skills else "",
     )
 
 

@@ -28,8 +28,9 @@ class ProtocolMode(StrEnum):
 @dataclass(frozen=True)
 class Protocol:
     mode: ProtocolMode
-    actions: Sequence[str]  # the action names offered this round
+    actions: Sequence[str]  # the terminal actions offered this round
     text_functions: str = ""  # the text protocol's signatures (TEXT mode only)
+    tools: Sequence[str] = ()  # the non-terminal tools offered this round (wire names)
 
 
 RULES = """\
@@ -42,12 +43,14 @@ RULES = """\
 
 NATIVE_PROTOCOL = """\
 每一轮的最后，必须调用且只调用一个结束本轮的动作：{actions}。
-recall、inspect 是查资料用的，不结束本轮；查完再选结束本轮的动作。
 说话只能通过 reply 的 text；直接写在回复正文里的话不会发出去。"""
 
+TOOLS_NOTE = "其他工具（{tools}）用来查资料或办事，不结束本轮；用完再选结束本轮的动作。"
+FIND_NOTE = "只说自己真有的本事；不确定自己会不会某件事时，用 tools__find 查。"
+
 TEXT_PROTOCOL = """\
-你不能直接调用工具。每一轮的最后，用一个代码块写出且只写出一个结束本轮的调用\
-（{actions}）。可用的调用：
+你不能直接调用工具。每一轮用一个代码块写出一个调用：结束本轮的动作（{actions}），\
+或者先查资料的工具。可用的调用：
 {functions}
 示例：
 ```
@@ -64,17 +67,24 @@ def render_system(turn: PreparedTurn, protocol: Protocol | None, *, decision_onl
         # Style only shapes how things are said: a decision-only call does not need it.
         parts.append(f"说话风格：{persona.style}")
     parts += [f"现在是一段{scene}。", RULES]
+    if turn.skill_text:
+        parts.append(turn.skill_text)
     if protocol is not None:
         parts.append(_protocol_text(protocol))
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
 def _protocol_text(protocol: Protocol) -> str:
-    terminal = [a for a in protocol.actions if a not in ("recall", "inspect")]
-    actions = "、".join(terminal)
+    actions = "、".join(protocol.actions)
     if protocol.mode is ProtocolMode.NATIVE:
-        return NATIVE_PROTOCOL.format(actions=actions)
-    return TEXT_PROTOCOL.format(actions=actions, functions=protocol.text_functions)
+        text = NATIVE_PROTOCOL.format(actions=actions)
+    else:
+        text = TEXT_PROTOCOL.format(actions=actions, functions=protocol.text_functions)
+    if protocol.tools:
+        text += "\n" + TOOLS_NOTE.format(tools="、".join(protocol.tools))
+    if "tools__find" in protocol.tools:
+        text += "\n" + FIND_NOTE
+    return text
 
 
 def render_decision(

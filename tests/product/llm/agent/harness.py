@@ -92,6 +92,9 @@ async def start_agent(
         outlet=outlet,
         config=config or AgentConfig(),
         nicknames=tuple(loaded.nickname),
+        book=runtime.tools.book,
+        skills=runtime.tools.skills,
+        superusers=frozenset(loaded.superusers),
     )
     await runtime.start()
     return runtime

@@ -8,7 +8,6 @@ from pallas.core.actions import Capability
 from pallas.core.inbound import StreamKind
 from pallas.product.llm.agent.actions import (
     Action,
-    CognitiveCall,
     DecisionFrame,
     FrameInputs,
     PokeDecision,
@@ -27,26 +26,18 @@ A = Action
 
 
 @pytest.mark.parametrize(
-    ("kind", "forced", "may_wait", "caps", "budget", "expected"),
+    ("kind", "forced", "may_wait", "caps", "expected"),
     [
-        (StreamKind.PRIVATE, True, True, ALL_CAPS, 2, {A.REPLY, A.RECALL, A.INSPECT}),
-        (StreamKind.GROUP, True, True, ALL_CAPS, 2, {A.REPLY, A.RECALL, A.INSPECT}),
-        (StreamKind.GROUP, True, True, ALL_CAPS, 0, {A.REPLY}),
-        (
-            StreamKind.GROUP,
-            False,
-            True,
-            ALL_CAPS,
-            1,
-            {A.REPLY, A.SILENT, A.WAIT, A.REACT, A.POKE, A.RECALL, A.INSPECT},
-        ),
-        (StreamKind.GROUP, False, False, frozenset(), 0, {A.REPLY, A.SILENT}),
+        (StreamKind.PRIVATE, True, True, ALL_CAPS, {A.REPLY}),
+        (StreamKind.PRIVATE, False, True, ALL_CAPS, {A.REPLY}),
+        (StreamKind.GROUP, True, True, ALL_CAPS, {A.REPLY}),
+        (StreamKind.GROUP, False, True, ALL_CAPS, {A.REPLY, A.SILENT, A.WAIT, A.REACT, A.POKE}),
+        (StreamKind.GROUP, False, False, frozenset(), {A.REPLY, A.SILENT}),
         (
             StreamKind.GROUP,
             False,
             True,
             frozenset({Capability.POKE}),
-            0,
             {A.REPLY, A.SILENT, A.WAIT, A.POKE},
         ),
     ],
@@ -56,10 +47,9 @@ def test_the_action_set(
     forced: bool,
     may_wait: bool,
     caps: frozenset[Capability],
-    budget: int,
     expected: set[Action],
 ) -> None:
-    assert available_actions(FrameInputs(kind, forced, may_wait, caps, budget)) == expected
+    assert available_actions(FrameInputs(kind, forced, may_wait, caps)) == expected
 
 
 def frame(*, forced: bool = False, actions: frozenset[Action] | None = None) -> DecisionFrame:
@@ -70,7 +60,7 @@ def frame(*, forced: bool = False, actions: frozenset[Action] | None = None) -> 
         watermark=11,
         actions=actions if actions is not None else everything,
         forced=forced,
-        cognitive_left=2,
+        tool_calls_left=2,
         bot_names=("牛牛",),
     )
 
@@ -87,8 +77,6 @@ def frame(*, forced: bool = False, actions: frozenset[Action] | None = None) -> 
         ("react", {"message_id": 10, "emoji": "赞"}, ReactDecision),
         ("react", {"message_id": 10, "emoji": "ok"}, ReactDecision),
         ("poke", {"user_id": "43"}, PokeDecision),
-        ("recall", {"query": "火锅"}, CognitiveCall),
-        ("inspect", {"message_id": 3}, CognitiveCall),
     ],
 )
 def test_legal_calls_become_decisions(
@@ -116,7 +104,6 @@ def test_legal_calls_become_decisions(
         ("react", {"message_id": 99, "emoji": "赞"}, ProtocolFault.ILLEGAL_ACTION, "#99"),
         ("poke", {"user_id": "7"}, ProtocolFault.ILLEGAL_ACTION, "只能戳"),
         ("wait", {"seconds": -3}, ProtocolFault.PARSE_ERROR, "非负"),
-        ("recall", {"query": ""}, ProtocolFault.PARSE_ERROR, "query"),
     ],
 )
 def test_illegal_calls_say_why(
@@ -137,13 +124,10 @@ def test_a_forced_turn_cannot_be_silent_even_if_offered() -> None:
     assert not_offered.fault is ProtocolFault.ILLEGAL_ACTION
 
 
-def test_the_cognitive_budget_narrows_the_frame() -> None:
+def test_the_tool_budget_runs_out() -> None:
     f = frame()
-    once = f.after_cognitive_call()
-    assert A.RECALL in once.actions and once.cognitive_left == 1
-    twice = once.after_cognitive_call()
-    assert not ({A.RECALL, A.INSPECT} & twice.actions)
-    assert isinstance(validate_call("recall", {"query": "x"}, twice), ProtocolError)
+    assert f.after_tool_call().tool_calls_left == 1
+    assert f.after_tool_call().after_tool_call().after_tool_call().tool_calls_left == 0
 
 
 def test_a_reply_is_shaped_before_it_is_accepted() -> None:

@@ -25,6 +25,9 @@ def call(name: str, **arguments: object) -> Reply:
     return Reply("", (ToolCallSpec(name, json.dumps(arguments, ensure_ascii=False)),))
 
 
+TERMINAL_NAMES = {"reply", "silent", "wait", "react", "poke"}
+
+
 def tool_names(body: dict[str, Any]) -> set[str]:
     return {tool["function"]["name"] for tool in body.get("tools", [])}
 
@@ -72,7 +75,8 @@ async def test_an_at_message_gets_a_reply_with_every_step_under_one_turn(
     assert decided.reason == "reply" and decided.payload["models"] == [MODEL]
     # A forced turn is offered no way out of answering.
     [request] = model_server.requests_for(MODEL)
-    assert tool_names(request.body) == {"reply", "recall", "inspect"}
+    assert tool_names(request.body) & TERMINAL_NAMES == {"reply"}
+    assert "chat__history" in tool_names(request.body)
     assert f'"id": {mid}' in request.body["messages"][-1]["content"]
     async with runtime.engine.connect() as conn:
         own = (await conn.execute(select(Message.text).where(Message.from_bot))).scalars().all()
@@ -194,7 +198,9 @@ async def test_a_recall_runs_before_the_decision_and_its_result_is_framed_as_dat
         await say(runtime, message(f"后来的话{i}", stream=stream))
     await settle(runtime)
     model_server.reset()
-    model_server.script(MODEL, call("recall", query="火锅店"), call("reply", text="老码头呀"))
+    model_server.script(
+        MODEL, call("chat__history", query="火锅店"), call("reply", text="老码头呀")
+    )
     await say(runtime, message("@牛牛 那家火锅店叫啥", stream=stream, mentions=(BOT_ID,)))
     await settle(runtime)
 
@@ -207,7 +213,10 @@ async def test_a_recall_runs_before_the_decision_and_its_result_is_framed_as_dat
     assert "老码头" in result["结果"]["消息"][0]["内容"]
     assert "我是猫" not in second[0]["content"]
     decided = (await ledger(runtime.engine, "agent_decided"))[-1]
-    assert decided.payload["lookups"] == [{"action": "recall", "query": "火锅店"}]
+    assert decided.payload["lookups"] == [{"tool": "chat.history", "outcome": "ok"}]
+    [used] = await ledger(runtime.engine, "tool_called")
+    assert used.reason == "ok" and used.turn_id == decided.turn_id
+    assert used.payload["tool"] == "chat.history" and "火锅店" in used.payload["arguments"]
 
 
 async def test_untrusted_text_reaches_the_model_only_as_quoted_data(
