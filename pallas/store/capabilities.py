@@ -54,13 +54,7 @@ async def clear_enabled(engine: AsyncEngine, kind: str, names: Iterable[str], no
     purged = [n for n in names if n in settings and settings[n].enabled is False]
     for name in purged:
         old = settings[name]
-        await save_setting(
-            engine,
-            kind,
-            name,
-            Setting(None, old.embedded, old.overrides),
-            datetime.now().astimezone(),
-        )
+        await save_setting(engine, kind, name, Setting(None, old.embedded, old.overrides), now)
     return len(purged)
 
 

@@ -76,6 +76,11 @@ class LedgerWriter:
         """Commit the ops (together with whatever else is queued) and return."""
         await asyncio.gather(*(self._committer.submit(op) for op in ops))
 
+    async def flush(self) -> None:
+        """Wait until everything recorded so far is committed (or its failure logged)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
     def record(self, *ops: LedgerOp) -> None:
         """Queue the ops without waiting; a failed commit is logged, never raised here."""
         task = asyncio.create_task(self.write(*ops))

@@ -185,7 +185,6 @@ def _audit(
             stream_id=context.conversation.stream_id,
             reason=run.outcome,
             turn_id=context.turn_id,
-            message_id=context.watermark,
             payload={
                 "tool": run.name,
                 "arguments": shown[:MAX_LOGGED_ARGS],

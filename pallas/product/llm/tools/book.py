@@ -51,15 +51,17 @@ class ToolBook:
     ) -> None:
         self.registry = registry
         self.engine = engine
-        self._essential = essential | {t.spec.name for t in registry.tools() if t.spec.essential}
+        self._essential = essential  # names outside the registry (the terminal actions)
+
+    def essential_names(self) -> frozenset[str]:
+        return self._essential | {t.spec.name for t in self.registry.tools() if t.spec.essential}
 
     def is_essential(self, name: str) -> bool:
-        return name in self._essential or (
-            (tool := self.registry.get(name)) is not None and tool.spec.essential
-        )
+        return name in self.essential_names()
 
     async def purge_essential_switches(self, now: datetime) -> int:
-        purged = await clear_enabled(self.engine, TOOL, sorted(self._essential), now)
+        names = sorted(self.essential_names())
+        purged = await clear_enabled(self.engine, TOOL, names, now)
         if purged:
             logger.warning("ignored {} stored switch(es) turning essential tools off", purged)
         return purged

@@ -51,7 +51,8 @@ class FindToolsTool(Tool):
         found = []
         for candidate in self._book.candidates(snapshot, context.conversation):
             spec = candidate.spec
-            if spec.name == self.spec.name or not _matches(spec, query):
+            score = _score(spec, query)
+            if spec.name == self.spec.name or score == 0:
                 continue
             entry = {"功能": spec.name, "说明": spec.description}
             if not candidate.availability.available:
@@ -60,7 +61,9 @@ class FindToolsTool(Tool):
                 entry["用法"] = f'call(name="{spec.name}", arguments={{...}})'
             else:
                 entry["用法"] = f"直接调用 {to_wire(spec.name)}"
-            found.append((candidate, entry))
+            found.append((score, candidate, entry))
+        found.sort(key=lambda item: -item[0])  # stable: registry order among equals
+        found = [(candidate, entry) for _, candidate, entry in found]
         found = found[:FIND_LIMIT]
         activated = tuple(
             c.spec.name
@@ -72,15 +75,16 @@ class FindToolsTool(Tool):
         return ToolOutput({"找到": [entry for _, entry in found]}, activated=activated)
 
 
-def _matches(spec: ToolSpec, query: str) -> bool:
+def _score(spec: ToolSpec, query: str) -> int:
+    """How well a tool matches: a word in its name or hints counts double. 0: no match."""
     if not query:
-        return True
-    haystack = " ".join((spec.name, spec.description, *spec.hints)).lower()
+        return 1
+    named = " ".join((spec.name, *spec.hints)).lower()
+    described = spec.description.lower()
     words = [w for w in re.split(r"[\s,，、]+", query.lower()) if w]
-    if any(w in haystack for w in words):
-        return True
-    # Chinese has no spaces: any two-character piece of the query counts.
-    return any(query[i : i + 2] in haystack for i in range(len(query) - 1))
+    # Chinese has no spaces: every two-character piece of the query is a word too.
+    words += [query[i : i + 2] for i in range(len(query) - 1) if " " not in query[i : i + 2]]
+    return sum(2 if w in named else 1 if w in described else 0 for w in words)
 
 
 class TimeNowTool(Tool):
