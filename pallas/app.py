@@ -120,7 +120,12 @@ class Runtime:
             )
         )
         ingress = Ingress(writer, admission)
-        tools = build_tools(engine, settings.pallas_data_dir)
+        tools = build_tools(
+            engine,
+            settings.pallas_data_dir,
+            search_api_url=settings.web_search_api_url,
+            search_api_key=settings.tavily_api_key,
+        )
         if handler is None:
             # The agent acts through the platform, which records the bot's own messages
             # through the ingress: built last, then plugged into the turn runner.

@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     llm_model: str = ""
     pallas_providers_file: Path | None = None
     pallas_console_token: str = ""
+    web_search_api_url: str = ""  # empty: Tavily's own endpoint
+    tavily_api_key: str = ""  # empty: web.search is off
 
     @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
     @classmethod

@@ -91,6 +91,8 @@ CONTRACT_KEYS = [
     "LLM_MODEL",
     "PALLAS_PROVIDERS_FILE",
     "PALLAS_CONSOLE_TOKEN",
+    "WEB_SEARCH_API_URL",
+    "TAVILY_API_KEY",
 ]
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
 

@@ -15,6 +15,7 @@ from pallas.product.llm.tools.builtin.core import (
     FindToolsTool,
     TimeNowTool,
 )
+from pallas.product.llm.tools.builtin.web import WebFetchTool, WebSearchTool
 from pallas.product.llm.tools.registry import ToolRegistry
 from pallas.product.llm.tools.skills import (
     BUILTIN_SKILLS_DIR,
@@ -31,12 +32,21 @@ class ToolSetup:
     skills: SkillBook
 
 
-def build_tools(engine: AsyncEngine, data_dir: Path) -> ToolSetup:
+def build_tools(
+    engine: AsyncEngine, data_dir: Path, *, search_api_url: str = "", search_api_key: str = ""
+) -> ToolSetup:
     registry = ToolRegistry()
     # The terminal actions are essential: a turn must always be able to end.
     book = ToolBook(registry, engine, frozenset(action.value for action in TERMINAL))
     skills = SkillBook(engine, load_skills(BUILTIN_SKILLS_DIR, owner_skills_dir(data_dir)))
-    builtin = (FindToolsTool(book), TimeNowTool(), ChatHistoryTool(), ChatMessageTool())
+    builtin = (
+        FindToolsTool(book),
+        TimeNowTool(),
+        ChatHistoryTool(),
+        ChatMessageTool(),
+        WebSearchTool(search_api_url, search_api_key),
+        WebFetchTool(),
+    )
     for tool in (*builtin, *skill_tools(skills)):
         registry.register(tool)
     return ToolSetup(book, skills)
