@@ -38,7 +38,8 @@ def build_tools(
     registry = ToolRegistry()
     # The terminal actions are essential: a turn must always be able to end.
     book = ToolBook(registry, engine, frozenset(action.value for action in TERMINAL))
-    skills = SkillBook(engine, load_skills(BUILTIN_SKILLS_DIR, owner_skills_dir(data_dir)))
+    loaded = load_skills(BUILTIN_SKILLS_DIR, owner_skills_dir(data_dir))
+    skills = SkillBook(engine, loaded, plugin_of=registry.skill_plugin)
     builtin = (
         FindToolsTool(book),
         TimeNowTool(),

@@ -10,7 +10,7 @@ on: its body goes into every prompt). A bad file is skipped with one warning, ne
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -33,6 +33,7 @@ from pallas.product.llm.tools.base import (
 from pallas.store.capabilities import Setting, load_settings, save_setting
 
 SETTING_KIND = "skill"
+PLUGIN_KIND = "plugin"  # the function-plugin switches (see tools/book.py)
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 BUILTIN_SKILLS_DIR = Path(__file__).resolve().parent / "skills_builtin"
 OWNER_SKILLS_SUBDIR = "skills"
@@ -173,9 +174,16 @@ def capped(text: str, max_chars: int) -> str:
 class SkillBook:
     """The loaded skills with their stored switches."""
 
-    def __init__(self, engine: AsyncEngine, skills: Mapping[str, Skill]) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        skills: Mapping[str, Skill],
+        plugin_of: Callable[[str], str | None] = lambda _name: None,
+    ) -> None:
         self._engine = engine
         self._skills = {name: skills[name] for name in sorted(skills)}
+        # A skill declared by a function plugin is off while that plugin is switched off.
+        self._plugin_of = plugin_of
 
     @property
     def skills(self) -> Mapping[str, Skill]:
@@ -183,9 +191,15 @@ class SkillBook:
 
     async def state(self) -> list[SkillState]:
         settings = await load_settings(self._engine, SETTING_KIND)
+        off = await self._plugins_off()
         return [
-            _state(skill, settings.get(name, Setting())) for name, skill in self._skills.items()
+            _state(skill, settings.get(name, Setting()), self._plugin_of(name) in off)
+            for name, skill in self._skills.items()
         ]
+
+    async def _plugins_off(self) -> frozenset[str]:
+        plugins = await load_settings(self._engine, PLUGIN_KIND)
+        return frozenset(name for name, setting in plugins.items() if setting.enabled is False)
 
     async def set_enabled(self, name: str, on: bool, now: datetime) -> None:
         old = await self._setting(name)
@@ -213,7 +227,8 @@ class SkillBook:
         if skill is None:
             return None
         settings = await load_settings(self._engine, SETTING_KIND)
-        return _state(skill, settings.get(name, Setting()))
+        off = await self._plugins_off()
+        return _state(skill, settings.get(name, Setting()), self._plugin_of(name) in off)
 
     async def _setting(self, name: str) -> Setting:
         if name not in self._skills:
@@ -224,9 +239,9 @@ class SkillBook:
         await save_setting(self._engine, SETTING_KIND, name, setting, now)
 
 
-def _state(skill: Skill, setting: Setting) -> SkillState:
+def _state(skill: Skill, setting: Setting, plugin_off: bool = False) -> SkillState:
     # None in the store means "never switched": enabled defaults on, embedded off.
-    enabled = True if setting.enabled is None else setting.enabled
+    enabled = (True if setting.enabled is None else setting.enabled) and not plugin_off
     return SkillState(skill, enabled, bool(setting.embedded))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, select
@@ -19,6 +20,7 @@ from pallas.product.llm.tools.base import Conversation, ToolTag, Visibility
 from pallas.product.llm.tools.book import EssentialToolError, ToolBook
 from pallas.product.llm.tools.builtin.core import FindToolsTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
+from pallas.product.llm.tools.skills import SkillBook, load_skills
 from pallas.store.capabilities import Setting, load_settings, save_setting
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Stream
@@ -243,3 +245,16 @@ def box_turn(kit: Kit) -> PreparedTurn:
         trigger=SpeakTrigger.TO_ME,
         forced=True,
     )
+
+
+async def test_a_switched_off_plugin_takes_its_skills_with_it(kit: Kit, tmp_path: Path) -> None:
+    (tmp_path / "dice-help.md").write_text(
+        "---\ndescription: 骰子规矩\n---\n掷骰子要先说好面数。\n", encoding="utf-8"
+    )
+    kit.book.registry.register_plugin(FunctionPlugin("rules", "规矩", skills=("dice-help",)))
+    skills = SkillBook(
+        kit.engine, load_skills(tmp_path / "none", tmp_path), kit.book.registry.skill_plugin
+    )
+    assert [s.name for s in await skills.listed()] == ["dice-help"]
+    await kit.book.set_plugin_enabled("rules", False, NOW)
+    assert await skills.listed() == []
