@@ -33,6 +33,8 @@ from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
 from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
+from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
+from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.product.llm.tools.setup import ToolSetup, build_tools
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
@@ -43,6 +45,7 @@ from pallas.store.engine import backend_name, create_engine
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
 from pallas.store.migrate import upgrade_to_head
+from pallas.store.outbox import OutboxStore
 from pallas.store.timeline import TimelineWriter
 
 LOTTERY_SEED = "pallas-ambient"
@@ -55,6 +58,7 @@ def utc_now() -> datetime:
 @dataclass(frozen=True)
 class KernelConfig:
     gate: GatePolicy = field(default_factory=GatePolicy)
+    delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     # Admitted messages younger than this that no turn consumed are re-buffered at start-up.
     rebuffer_window: timedelta = timedelta(minutes=2)
 
@@ -75,6 +79,8 @@ class Runtime:
     usage: LlmUsageWriter
     call_log: CallLog
     tools: ToolSetup
+    dispatcher: OutboxDispatcher
+    outbox: OutboxStore
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -120,6 +126,9 @@ class Runtime:
             )
         )
         ingress = Ingress(writer, admission)
+        outlet = OneBotOutlet(ingress)
+        outbox = OutboxStore(engine, write_lock=lock)
+        dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         tools = build_tools(
             engine,
             settings.pallas_data_dir,
@@ -133,7 +142,8 @@ class Runtime:
                 engine=engine,
                 ledger=ledger,
                 models=models,
-                outlet=OneBotOutlet(ingress),
+                outlet=outlet,
+                delivery=OutboxDelivery(outbox, dispatcher, utc_now),
                 config=load_agent_config(),
                 nicknames=tuple(settings.nickname),
                 book=tools.book,
@@ -155,6 +165,8 @@ class Runtime:
             usage=usage,
             call_log=call_log,
             tools=tools,
+            dispatcher=dispatcher,
+            outbox=outbox,
         )
 
     @property
@@ -183,6 +195,8 @@ class Runtime:
         if not self.models.catalog.empty:
             self.call_log.open()
         await self.tools.book.purge_essential_switches(utc_now())
+        await self.dispatcher.recover()
+        self.dispatcher.start()
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
         await rebuffer_unconsumed(
             self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window
@@ -198,6 +212,7 @@ class Runtime:
 
     async def stop(self) -> None:
         await self.scheduler.stop()
+        await self.dispatcher.stop()
         await self.models.close()
         await self.writer.close()
         await self.ledger.close()

@@ -214,3 +214,38 @@ class ToolActivation(Base):
     stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Reply(Base):
+    """A reply the agent decided on: its bubbles, committed with its outbox rows."""
+
+    __tablename__ = "reply"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    turn_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
+    bubbles: Mapped[list[str]] = mapped_column(JSON)
+    quote: Mapped[str | None] = mapped_column(String(64))  # platform id quoted by bubble 1
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class OutboxItem(Base):
+    """One outgoing action (a bubble, a poke, a reaction) until the platform confirms it."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_status_stream_id_id", "status", "stream_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    reply_id: Mapped[int | None] = mapped_column(Id, ForeignKey("reply.id"))
+    turn_id: Mapped[int | None] = mapped_column(BigInteger)
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # message / poke / react
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # pending -> sending -> sent; or failed / unknown / expired (final)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    not_before: Mapped[datetime] = mapped_column(UtcDateTime())  # pacing and retry backoff
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    platform_message_id: Mapped[str | None] = mapped_column(String(64))

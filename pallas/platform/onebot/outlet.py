@@ -140,6 +140,10 @@ class OneBotOutlet:
             return False
         return True
 
+    async def is_connected(self, self_id: str) -> bool:
+        """Whether that bot account has a live connection (sends would have a chance)."""
+        return self_id in nonebot.get_bots()
+
     async def capabilities(self, self_id: str) -> frozenset[Capability]:
         """What the implementation behind this bot account's connection can do."""
         bot = _connected_bot(self_id, f"bot {self_id}")

@@ -1,18 +1,18 @@
-"""Handing a decided reply to the chat: one interface, the quote rule decided by code.
+"""Handing decided actions to the chat: the interfaces, and the quote rule decided by code.
 
-`DirectDelivery` sends the bubbles in order through the platform outlet and reports what
-went out. The outlet records each sent bubble in the timeline only after the platform's
-receipt, so the bot's message becomes a fact only once it exists.
+The implementation is the durable outbox (`outbox.py`): a reply is committed with one row per
+bubble and sent by the dispatcher. The outlet records each sent bubble in the timeline only
+after the platform's receipt, so the bot's message becomes a fact only once it exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pallas.core.actions import Capability
-from pallas.core.inbound import Segment, SegmentKind, StreamKey, StreamKind
+from pallas.core.inbound import Segment, StreamKey, StreamKind
 
 
 class Outlet(Protocol):
@@ -28,6 +28,8 @@ class Outlet(Protocol):
 
     async def capabilities(self, self_id: str) -> frozenset[Capability]: ...
 
+    async def is_connected(self, self_id: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class OutgoingReply:
@@ -40,7 +42,7 @@ class OutgoingReply:
 
 @dataclass(frozen=True)
 class DeliveryReport:
-    sent: tuple[str, ...]  # platform ids of the bubbles that went out, in order
+    queued: tuple[int, ...]  # the outbox rows committed for it, in sending order
     failed: bool
     detail: str = ""
 
@@ -48,27 +50,12 @@ class DeliveryReport:
 class ReplyDelivery(Protocol):
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport: ...
 
+    async def act(
+        self, turn_id: int, stream_id: int, kind: str, payload: dict[str, Any]
+    ) -> tuple[int, ...]: ...
+
 
 def should_quote(kind: StreamKind, target_id: int | None, newest_id: int) -> bool:
     """Quote in a group only when newer messages landed after the target: otherwise the
     reply sits right under it and a quote adds nothing. Never in a private chat."""
     return kind is StreamKind.GROUP and target_id is not None and newest_id > target_id
-
-
-class DirectDelivery:
-    """Sends at once, in order; stops at the first bubble the platform refuses."""
-
-    def __init__(self, outlet: Outlet) -> None:
-        self._outlet = outlet
-
-    async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
-        sent: list[str] = []
-        for index, bubble in enumerate(reply.bubbles):
-            quote = reply.quote if index == 0 else None
-            segments = (Segment(SegmentKind.TEXT, text=bubble),)
-            message_id = await self._outlet.send(reply.stream, segments, quote=quote)
-            if message_id is None:
-                detail = f"bubble {index + 1} of {len(reply.bubbles)} not sent"
-                return DeliveryReport(tuple(sent), failed=True, detail=detail)
-            sent.append(message_id)
-        return DeliveryReport(tuple(sent), failed=False)

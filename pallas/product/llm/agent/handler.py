@@ -113,24 +113,20 @@ class AgentTurnHandler:
             return
         reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote)
         report = await self._deps.delivery.deliver(reply)
-        payload = {"bubbles": list(bubbles), "platform_message_ids": list(report.sent)}
-        if report.failed:
-            self._event(turn, "delivery_failed", "reply", {**payload, "detail": report.detail})
-        else:
-            self._event(turn, "reply_sent", "", {**payload, "quote": quote})
+        payload = {"bubbles": list(bubbles), "outbox_ids": list(report.queued), "quote": quote}
+        self._event(turn, "reply_queued", "", payload)
 
     async def _react(self, turn: Turn, prepared: PreparedTurn, decision: ReactDecision) -> None:
         line = prepared.line(decision.message_id)
-        ok = line is not None and await self._deps.outlet.react(
-            turn.stream, line.platform_message_id, decision.reaction
-        )
-        payload = {"message_id": decision.message_id, "emoji": decision.reaction}
-        self._event(turn, "reaction_sent" if ok else "delivery_failed", "react", payload)
+        assert line is not None  # validated against the frame, which holds only batch lines
+        payload = {"message_id": line.platform_message_id, "emoji": decision.reaction}
+        ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "react", payload)
+        self._event(turn, "action_queued", "react", {**payload, "outbox_ids": list(ids)})
 
     async def _poke(self, turn: Turn, decision: PokeDecision) -> None:
-        ok = await self._deps.outlet.poke(turn.stream, decision.user_id)
         payload = {"user_id": decision.user_id}
-        self._event(turn, "poke_sent" if ok else "delivery_failed", "poke", payload)
+        ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "poke", payload)
+        self._event(turn, "action_queued", "poke", {**payload, "outbox_ids": list(ids)})
 
     async def _failed(self, turn: Turn, outcome: AgentOutcome) -> TurnDecision:
         assert outcome.failure is not None

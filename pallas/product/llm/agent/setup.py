@@ -10,7 +10,7 @@ from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
 from pallas.product.llm.assembler.context import AssemblyDeps, Persona
 from pallas.product.llm.assembler.prompt import ProtocolMode
-from pallas.product.llm.delivery import DirectDelivery, Outlet
+from pallas.product.llm.delivery import Outlet, ReplyDelivery
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.skills import SkillBook
@@ -39,6 +39,7 @@ def build_agent_handler(
     ledger: LedgerWriter,
     models: ModelManager,
     outlet: Outlet,
+    delivery: ReplyDelivery,
     config: AgentConfig,
     nicknames: tuple[str, ...],
     book: ToolBook,
@@ -66,7 +67,7 @@ def build_agent_handler(
             agent=AgentDeps(models, plan) if plan else None,
             tools=ToolLoopDeps(book, ledger),
             outlet=outlet,
-            delivery=DirectDelivery(outlet),
+            delivery=delivery,
             config=config,
             bot_names=(persona.name, *nicknames),
             superusers=superusers,

@@ -16,16 +16,20 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.app import Runtime
+from pallas.app import KernelConfig, Runtime
 from pallas.config import load_settings
 from pallas.core.actions import Capability
 from pallas.core.inbound import InboundMessage, Segment, StreamKey
 from pallas.platform.onebot.send import own_message, utc_now
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.setup import build_agent_handler
+from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
+from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.store.models import Event
 
 _platform_ids = itertools.count(900_000)
+# No pauses: the tests look at what is sent, not at the pace (tests/product/llm/test_outbox).
+FAST = DeliveryPolicy(min_pause_s=0, max_pause_s=0, stream_interval_s=0, global_per_second=1e6)
 
 
 @dataclass
@@ -41,6 +45,7 @@ class RecordingOutlet:
     runtime: Runtime | None = None
     capability_set: frozenset[Capability] = frozenset()
     refuse: bool = False
+    connected: bool = True
     sent: list[Sent] = field(default_factory=list)
     pokes: list[tuple[StreamKey, str]] = field(default_factory=list)
     reactions: list[tuple[str, str]] = field(default_factory=list)
@@ -70,6 +75,9 @@ class RecordingOutlet:
     async def capabilities(self, self_id: str) -> frozenset[Capability]:
         return self.capability_set
 
+    async def is_connected(self, self_id: str) -> bool:
+        return self.connected
+
 
 async def start_agent(
     tmp_path: Path,
@@ -83,13 +91,16 @@ async def start_agent(
     loaded = load_settings(
         env_file=None, pallas_data_dir=tmp_path, pallas_database_url=store_url, **overrides
     )
-    runtime = Runtime.build(loaded, handler=_Placeholder())
+    runtime = Runtime.build(loaded, kernel=KernelConfig(delivery=FAST), handler=_Placeholder())
     outlet.runtime = runtime
+    # The dispatcher sends through the recording outlet instead of NapCat.
+    runtime.dispatcher = OutboxDispatcher(runtime.outbox, outlet, runtime.ledger, FAST, utc_now)
     runtime.runner.handler = build_agent_handler(
         engine=runtime.engine,
         ledger=runtime.ledger,
         models=runtime.models,
         outlet=outlet,
+        delivery=OutboxDelivery(runtime.outbox, runtime.dispatcher, utc_now),
         config=config or AgentConfig(),
         nicknames=tuple(loaded.nickname),
         book=runtime.tools.book,
@@ -114,11 +125,16 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
 
 
 async def settle(runtime: Runtime) -> None:
-    """Let turns finish and the ledger commit what it queued."""
+    """Let turns finish, the outbox drain and the ledger commit what it queued."""
     await asyncio.sleep(0.05)
     await until(lambda: not runtime.scheduler.running)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while await runtime.outbox.open_count():
+        assert loop.time() < deadline, "outbox did not drain"
+        await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
 
 
 async def say(runtime: Runtime, msg: InboundMessage) -> int:

@@ -63,13 +63,10 @@ async def test_an_at_message_gets_a_reply_with_every_step_under_one_turn(
     assert all(s.quote is None for s in outlet.sent)
     events = await ledger(runtime.engine)
     turn_events = [e for e in events if e.turn_id is not None]
-    assert [e.kind for e in turn_events] == [
-        "turn_started",
-        "context_assembled",
-        "agent_decided",
-        "reply_sent",
-        "turn_finished",
-    ]
+    kinds = [e.kind for e in turn_events]
+    assert kinds[:4] == ["turn_started", "context_assembled", "agent_decided", "reply_queued"]
+    # The runner closes the turn while the outbox delivers each bubble on its receipt.
+    assert sorted(kinds[4:]) == ["delivered", "delivered", "turn_finished"]
     assert len({e.turn_id for e in turn_events}) == 1
     decided = next(e for e in turn_events if e.kind == "agent_decided")
     assert decided.reason == "reply" and decided.payload["models"] == [MODEL]
@@ -259,7 +256,8 @@ async def test_a_reaction_is_offered_only_where_the_platform_can_do_it(
     [request] = model_server.requests_for(MODEL)
     assert {"react", "poke"} <= tool_names(request.body)
     assert len(outlet.reactions) == 1 and outlet.reactions[0][1] == "赞"
-    assert [e.kind for e in await ledger(runtime.engine, "reaction_sent")] == ["reaction_sent"]
+    [delivered] = await ledger(runtime.engine, "delivered")
+    assert delivered.reason == "react"
 
 
 async def test_without_a_model_a_forced_turn_records_it_and_sends_the_fallback(

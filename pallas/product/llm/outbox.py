@@ -1,0 +1,235 @@
+"""The outbox dispatcher: sends what the outbox holds, in order, paced, and only once.
+
+One background task. Each conversation's rows go strictly in order (only its oldest open row
+is ever considered); a row is marked `sending` before the platform is called and `sent` only
+on its receipt. While a bot account is not connected its rows wait. Failures retry with
+backoff, then become `delivery_failed`. At start-up, rows interrupted mid-send are resolved
+by `recover_interrupted` before anything new goes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from pallas.core.inbound import Segment, SegmentKind
+from pallas.product.llm.delivery import DeliveryReport, OutgoingReply, Outlet
+from pallas.product.llm.pacing import (
+    DeliveryPolicy,
+    RateGate,
+    Recovery,
+    bubble_pauses,
+    is_stale,
+    recover_interrupted,
+    retry_delay,
+)
+from pallas.store.ledger import LedgerEvent, LedgerWriter
+from pallas.store.outbox import NewItem, OutboxRow, OutboxStatus, OutboxStore
+
+IDLE_WAKE_S = 1.0  # without a wake-up, look again this often (due retries, reconnects)
+
+
+class OutboxDispatcher:
+    def __init__(
+        self,
+        store: OutboxStore,
+        outlet: Outlet,
+        ledger: LedgerWriter,
+        policy: DeliveryPolicy,
+        clock: Callable[[], datetime],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._outlet = outlet
+        self._ledger = ledger
+        self.policy = policy
+        self._clock = clock
+        self._monotonic = monotonic
+        self._gate = RateGate(policy)
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="outbox dispatcher")
+
+    async def stop(self) -> None:
+        """Stop between sends; what is still open stays in the outbox for the next start."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def recover(self) -> dict[str, int]:
+        """Resolve rows a previous process left in `sending` (outcome unknown)."""
+        counts = {r.value: 0 for r in Recovery}
+        now = self._clock()
+        for row in await self._store.interrupted():
+            echo = await self._echo_of(row)
+            action = recover_interrupted(row.created_at, echo is not None, now, self.policy)
+            counts[action.value] += 1
+            if action is Recovery.CONFIRMED:
+                await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+            elif action is Recovery.RESEND:
+                await self._store.mark(row.id, OutboxStatus.PENDING, now)
+            else:
+                await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
+            self._event(row, "delivery_recovered", action.value, {"echo": echo})
+        if any(counts.values()):
+            logger.warning("outbox: interrupted sends at start-up: {}", counts)
+        return counts
+
+    async def _echo_of(self, row: OutboxRow) -> str | None:
+        if row.kind != "message":
+            return None
+        text = str(row.payload.get("text", ""))
+        return await self._store.own_message_since(row.stream_id, text, row.created_at)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()  # before the tick: a wake-up during it is not lost
+            try:
+                delay = await self._tick()
+            except Exception as exc:  # a store hiccup must not stop delivery for good
+                logger.opt(exception=exc).error("outbox dispatcher: {!r}", exc)
+                delay = IDLE_WAKE_S
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+
+    async def _tick(self) -> float:
+        """Send every row that may go now; the seconds until the next one might."""
+        soonest = IDLE_WAKE_S
+        for row in await self._store.heads():
+            if self._stopping:
+                break
+            wait = await self._consider(row)
+            soonest = min(soonest, wait) if wait > 0 else soonest
+        return max(0.01, soonest)
+
+    async def _consider(self, row: OutboxRow) -> float:
+        now = self._clock()
+        if is_stale(row.created_at, now, self.policy):
+            await self._store.mark(row.id, OutboxStatus.EXPIRED, now)
+            self._event(row, "delivery_expired", row.kind, {"age_s": _age(row, now)})
+            return 0.0
+        not_yet = (row.not_before - now).total_seconds()
+        if not_yet > 0:
+            return not_yet
+        if not await self._outlet.is_connected(row.stream.self_id):
+            return IDLE_WAKE_S  # waits for the connection; no attempt is spent
+        pause = float(row.payload.get("pause_s", 0.0))
+        wait = self._gate.wait(row.stream_id, pause, self._monotonic())
+        if wait > 0:
+            return wait
+        await self._send(row)
+        return 0.0
+
+    async def _send(self, row: OutboxRow) -> None:
+        await self._store.mark(row.id, OutboxStatus.SENDING, self._clock())
+        try:
+            platform_id = await self._perform(row)
+        except Exception as exc:  # the outlet should not raise; if it does, it is a failure
+            logger.opt(exception=exc).error("outbox: sending row {} raised {!r}", row.id, exc)
+            platform_id = None
+        now = self._clock()
+        if platform_id is not None:
+            self._gate.sent(row.stream_id, self._monotonic())
+            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=platform_id)
+            payload = {"outbox_id": row.id, "platform_message_id": platform_id}
+            self._event(row, "delivered", row.kind, payload)
+            return
+        await self._failed(row, now)
+
+    async def _failed(self, row: OutboxRow, now: datetime) -> None:
+        attempts = row.attempts + 1
+        if attempts >= self.policy.max_attempts:
+            await self._store.mark(row.id, OutboxStatus.FAILED, now, attempts=attempts)
+            self._event(row, "delivery_failed", row.kind, {"attempts": attempts})
+            return
+        retry_at = now + timedelta(seconds=retry_delay(attempts, self.policy))
+        await self._store.mark(
+            row.id, OutboxStatus.PENDING, now, attempts=attempts, not_before=retry_at
+        )
+        self._event(row, "delivery_retry", row.kind, {"attempts": attempts})
+
+    async def _perform(self, row: OutboxRow) -> str | None:
+        """The platform's id for what was done, or None if it did not confirm."""
+        payload = row.payload
+        if row.kind == "message":
+            segments = (Segment(SegmentKind.TEXT, text=str(payload["text"])),)
+            quote = payload.get("quote")
+            return await self._outlet.send(row.stream, segments, quote=quote)
+        if row.kind == "poke":
+            poked = await self._outlet.poke(row.stream, str(payload["user_id"]))
+            return "poke" if poked else None
+        reacted = await self._outlet.react(
+            row.stream, str(payload["message_id"]), str(payload["emoji"])
+        )
+        return "react" if reacted else None
+
+    def _event(self, row: OutboxRow, kind: str, reason: str, payload: dict[str, Any]) -> None:
+        self._ledger.record(
+            LedgerEvent(
+                kind=kind,
+                stream_id=row.stream_id,
+                reason=reason,
+                turn_id=row.turn_id,
+                payload={"outbox_id": row.id, **payload},
+            )
+        )
+
+
+def _age(row: OutboxRow, now: datetime) -> float:
+    return round((now - row.created_at).total_seconds(), 1)
+
+
+class OutboxDelivery:
+    """The agent's `ReplyDelivery`: commit the reply and its rows, then wake the dispatcher."""
+
+    def __init__(
+        self, store: OutboxStore, dispatcher: OutboxDispatcher, clock: Callable[[], datetime]
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._clock = clock
+
+    async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
+        pauses = bubble_pauses(reply.bubbles, self._dispatcher.policy)
+        items = [
+            NewItem("message", _bubble_payload(text, pause, reply.quote if i == 0 else None))
+            for i, (text, pause) in enumerate(zip(reply.bubbles, pauses, strict=True))
+        ]
+        ids = await self._store.enqueue(
+            reply.turn_id,
+            reply.stream_id,
+            items,
+            self._clock(),
+            bubbles=reply.bubbles,
+            quote=reply.quote,
+        )
+        self._dispatcher.wake()
+        return DeliveryReport(queued=tuple(ids), failed=False)
+
+    async def act(
+        self, turn_id: int, stream_id: int, kind: str, payload: dict[str, Any]
+    ) -> tuple[int, ...]:
+        """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
+        ids = await self._store.enqueue(turn_id, stream_id, [NewItem(kind, payload)], self._clock())
+        self._dispatcher.wake()
+        return tuple(ids)
+
+
+def _bubble_payload(text: str, pause: float, quote: str | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"text": text, "pause_s": pause}
+    if quote is not None:
+        payload["quote"] = quote
+    return payload

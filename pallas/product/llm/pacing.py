@@ -1,0 +1,94 @@
+"""Delivery decisions, pure: pauses between bubbles, the send-rate gate, retries, recovery.
+
+Time is always passed in. The pause between bubbles is computed here, once, from a typing
+speed, not by each platform adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    chars_per_second: float = 8.0  # typing speed: the pause before a bubble is its typing time
+    min_pause_s: float = 0.8
+    max_pause_s: float = 4.0
+    stream_interval_s: float = 1.0  # at least this between two sends to one conversation
+    global_per_second: float = 2.0  # all conversations together, a token bucket ...
+    global_burst: int = 5  # ... holding this many tokens
+    max_attempts: int = 5
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 60.0
+    stale_after_s: float = 600.0  # a reply not sent by then would be out of context
+    resend_window_s: float = 30.0  # an interrupted send younger than this is sent again
+
+
+def bubble_pauses(bubbles: Sequence[str], policy: DeliveryPolicy) -> list[float]:
+    """The pause before each bubble. The first is 0: generating it already took time."""
+    pauses = [0.0]
+    for bubble in bubbles[1:]:
+        typing = len(bubble) / policy.chars_per_second
+        pauses.append(min(policy.max_pause_s, max(policy.min_pause_s, typing)))
+    return pauses[: len(bubbles)]
+
+
+def retry_delay(attempts: int, policy: DeliveryPolicy) -> float:
+    """Exponential backoff after the `attempts`-th failure."""
+    return min(policy.backoff_max_s, policy.backoff_base_s * 2 ** max(0, attempts - 1))
+
+
+@dataclass
+class RateGate:
+    """Per-conversation spacing and a global token bucket, so a backlog drains slowly."""
+
+    policy: DeliveryPolicy
+    last_sent: dict[int, float] = field(default_factory=dict)
+    tokens: float = -1.0  # -1: not started (full bucket)
+    refilled_at: float = 0.0
+
+    def wait(self, stream_id: int, pause_s: float, now: float) -> float:
+        """Seconds until a send to this conversation may go (0: now)."""
+        self._refill(now)
+        spacing = max(pause_s, self.policy.stream_interval_s)
+        last = self.last_sent.get(stream_id)
+        stream_wait = 0.0 if last is None else max(0.0, last + spacing - now)
+        global_wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.policy.global_per_second
+        return max(stream_wait, global_wait)
+
+    def sent(self, stream_id: int, now: float) -> None:
+        self._refill(now)
+        self.tokens -= 1
+        self.last_sent[stream_id] = now
+
+    def _refill(self, now: float) -> None:
+        if self.tokens < 0:
+            self.tokens, self.refilled_at = float(self.policy.global_burst), now
+            return
+        gained = (now - self.refilled_at) * self.policy.global_per_second
+        self.tokens = min(float(self.policy.global_burst), self.tokens + gained)
+        self.refilled_at = now
+
+
+class Recovery(StrEnum):
+    CONFIRMED = "confirmed"  # the platform's echo of it is in the timeline: it was sent
+    RESEND = "resend"  # young enough that sending again is better than losing it
+    UNKNOWN = "unknown"  # too old to resend blindly: recorded, not sent
+
+
+def recover_interrupted(
+    created_at: datetime, echoed: bool, now: datetime, policy: DeliveryPolicy
+) -> Recovery:
+    """What to do with a row that was being sent when the process stopped."""
+    if echoed:
+        return Recovery.CONFIRMED
+    if (now - created_at).total_seconds() <= policy.resend_window_s:
+        return Recovery.RESEND
+    return Recovery.UNKNOWN
+
+
+def is_stale(created_at: datetime, now: datetime, policy: DeliveryPolicy) -> bool:
+    return (now - created_at).total_seconds() > policy.stale_after_s

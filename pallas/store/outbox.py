@@ -1,0 +1,217 @@
+"""The durable outbox: replies and every outgoing action, with their delivery state.
+
+    pending --(dispatcher takes it)--> sending --(platform receipt)--> sent
+       ^            |                     |
+       +--retry-----+ (error, backoff)    +--(crash: outcome unknown)--> see recover()
+    final states: sent, failed, unknown, expired
+
+A reply and its rows are committed in one transaction. A row is marked `sending` (committed)
+before the platform is called, so a crash in between is visible at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import StreamKey, StreamKind
+from pallas.store.models import Message, OutboxItem, Reply, Stream
+
+MAX_ERROR_CHARS = 300
+
+
+class OutboxStatus(StrEnum):
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    EXPIRED = "expired"
+
+
+OPEN = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value)
+
+
+@dataclass(frozen=True)
+class NewItem:
+    kind: str  # message / poke / react
+    payload: dict[str, Any]
+    delay_s: float = 0.0  # after the previous item of the same reply (pacing)
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    reply_id: int | None
+    turn_id: int | None
+    stream_id: int
+    stream: StreamKey
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    not_before: datetime
+    created_at: datetime
+
+
+class OutboxStore:
+    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+        self._engine = engine
+        self._lock = write_lock or asyncio.Lock()
+
+    async def enqueue(
+        self,
+        turn_id: int | None,
+        stream_id: int,
+        items: Sequence[NewItem],
+        now: datetime,
+        *,
+        bubbles: Sequence[str] = (),
+        quote: str | None = None,
+    ) -> list[int]:
+        """The reply record (when there are bubbles) and its rows, in one transaction."""
+        async with self._lock, self._engine.begin() as conn:
+            reply_id = None
+            if bubbles:
+                result = await conn.execute(
+                    insert(Reply).values(
+                        turn_id=turn_id,
+                        stream_id=stream_id,
+                        bubbles=list(bubbles),
+                        quote=quote,
+                        created_at=now,
+                    )
+                )
+                reply_id = int(result.inserted_primary_key[0])
+            ids, due = [], now
+            for item in items:
+                due += timedelta(seconds=item.delay_s)
+                result = await conn.execute(
+                    insert(OutboxItem).values(**_row(reply_id, turn_id, stream_id, item, due, now))
+                )
+                ids.append(int(result.inserted_primary_key[0]))
+        return ids
+
+    async def heads(self, limit: int = 200) -> list[OutboxRow]:
+        """The oldest open row of each stream (its order is strict), oldest streams first."""
+        first = (
+            select(OutboxItem.stream_id, func.min(OutboxItem.id).label("head"))
+            .where(OutboxItem.status.in_(OPEN))
+            .group_by(OutboxItem.stream_id)
+            .subquery()
+        )
+        query = _row_query().join(first, first.c.head == OutboxItem.id).order_by(OutboxItem.id)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.limit(limit))).all()
+        return [_outbox_row(row) for row in rows]
+
+    async def next_due(self) -> datetime | None:
+        query = select(func.min(OutboxItem.not_before)).where(OutboxItem.status.in_(OPEN))
+        async with self._engine.connect() as conn:
+            return (await conn.execute(query)).scalar()
+
+    async def open_count(self) -> int:
+        query = select(func.count()).select_from(OutboxItem).where(OutboxItem.status.in_(OPEN))
+        async with self._engine.connect() as conn:
+            return int((await conn.execute(query)).scalar() or 0)
+
+    async def mark(self, item_id: int, status: OutboxStatus, now: datetime, **values: Any) -> None:
+        if "last_error" in values:
+            values["last_error"] = str(values["last_error"])[:MAX_ERROR_CHARS]
+        statement = (
+            update(OutboxItem)
+            .where(OutboxItem.id == item_id)
+            .values(status=status.value, updated_at=now, **values)
+        )
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(statement)
+
+    async def interrupted(self) -> list[OutboxRow]:
+        """Rows that were being sent when the process stopped."""
+        query = _row_query().where(OutboxItem.status == OutboxStatus.SENDING.value)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
+        return [_outbox_row(row) for row in rows]
+
+    async def own_message_since(self, stream_id: int, text: str, since: datetime) -> str | None:
+        """The platform id of a bot message with this text stored since `since` (its echo)."""
+        query = (
+            select(Message.platform_message_id)
+            .where(
+                and_(
+                    Message.stream_id == stream_id,
+                    Message.from_bot.is_(True),
+                    Message.text == text,
+                    Message.stored_at >= since,
+                )
+            )
+            .order_by(Message.id)
+            .limit(1)
+        )
+        async with self._engine.connect() as conn:
+            return (await conn.execute(query)).scalar()
+
+
+def _row(
+    reply_id: int | None,
+    turn_id: int | None,
+    stream_id: int,
+    item: NewItem,
+    due: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "reply_id": reply_id,
+        "turn_id": turn_id,
+        "stream_id": stream_id,
+        "kind": item.kind,
+        "payload": item.payload,
+        "status": OutboxStatus.PENDING.value,
+        "attempts": 0,
+        "not_before": due,
+        "created_at": now,
+        "updated_at": now,
+        "last_error": "",
+    }
+
+
+def _row_query() -> Any:
+    return select(
+        OutboxItem.id,
+        OutboxItem.reply_id,
+        OutboxItem.turn_id,
+        OutboxItem.stream_id,
+        OutboxItem.kind,
+        OutboxItem.payload,
+        OutboxItem.status,
+        OutboxItem.attempts,
+        OutboxItem.not_before,
+        OutboxItem.created_at,
+        Stream.platform,
+        Stream.self_id,
+        Stream.kind.label("stream_kind"),
+        Stream.external_id,
+    ).join(Stream, Stream.id == OutboxItem.stream_id)
+
+
+def _outbox_row(row: Any) -> OutboxRow:
+    return OutboxRow(
+        id=row.id,
+        reply_id=row.reply_id,
+        turn_id=row.turn_id,
+        stream_id=row.stream_id,
+        stream=StreamKey(row.platform, row.self_id, StreamKind(row.stream_kind), row.external_id),
+        kind=row.kind,
+        payload=dict(row.payload),
+        status=row.status,
+        attempts=row.attempts,
+        not_before=row.not_before,
+        created_at=row.created_at,
+    )
