@@ -107,9 +107,7 @@ async def test_an_at_in_a_group_is_answered_in_the_group(
     assert (Path(bot.data_dir) / "logs" / "llm").is_dir()
 
 
-def _turn_kinds(
-    timeline: TimelineDb, turn_id: int, until: str, delivered: int
-) -> list[str] | None:
+def _turn_kinds(timeline: TimelineDb, turn_id: int, until: str, delivered: int) -> list[str] | None:
     rows = timeline.query("SELECT kind FROM event WHERE turn_id = ? ORDER BY id", turn_id)
     kinds = [row["kind"] for row in rows]
     return kinds if until in kinds and kinds.count("delivered") == delivered else None

@@ -102,18 +102,23 @@ class OutboxDispatcher:
             except Exception as exc:  # a store hiccup must not stop delivery for good
                 logger.opt(exception=exc).error("outbox dispatcher: {!r}", exc)
                 delay = IDLE_WAKE_S
+            if delay <= 0:
+                await asyncio.sleep(0)  # let other tasks run between sends
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
 
     async def _tick(self) -> float:
-        """Send every row that may go now; the seconds until the next one might."""
+        """Send every head row that may go now; the seconds until the next one might.
+
+        After any progress the next heads are due at once (0): a reply's next bubble, say.
+        """
         soonest = IDLE_WAKE_S
         for row in await self._store.heads():
             if self._stopping:
                 break
-            wait = await self._consider(row)
-            soonest = min(soonest, wait) if wait > 0 else soonest
-        return max(0.01, soonest)
+            soonest = min(soonest, await self._consider(row))
+        return max(0.0, soonest)
 
     async def _consider(self, row: OutboxRow) -> float:
         now = self._clock()

@@ -1,0 +1,231 @@
+"""The outbox and its dispatcher on a real store: order, receipts, retries, outages, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.actions import Capability
+from pallas.core.inbound import Segment, SegmentKind, StreamKey
+from pallas.platform.onebot.send import own_message
+from pallas.product.llm.delivery import OutgoingReply
+from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
+from pallas.product.llm.pacing import DeliveryPolicy
+from pallas.store.ledger import LedgerWriter
+from pallas.store.models import Event, OutboxItem, Reply
+from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
+from pallas.store.timeline import TimelineWriter
+from tests.support.inbound import group
+
+POLICY = DeliveryPolicy(
+    min_pause_s=0,
+    max_pause_s=0,
+    stream_interval_s=0,
+    global_per_second=1e6,
+    max_attempts=3,
+    backoff_base_s=0.01,
+    backoff_max_s=0.02,
+)
+_ids = itertools.count(7_000_000)
+
+
+@dataclass
+class Outlet:
+    connected: bool = True
+    failures: int = 0  # refuse this many sends first
+    sent: list[tuple[str, str, str | None]] = field(default_factory=list)
+    attempts: int = 0
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        self.attempts += 1
+        if self.failures > 0:
+            self.failures -= 1
+            return None
+        self.sent.append((stream.external_id, segments[0].text, quote))
+        return str(next(_ids))
+
+    async def poke(self, stream: StreamKey, user_id: str) -> bool:
+        self.sent.append((stream.external_id, f"poke:{user_id}", None))
+        return True
+
+    async def react(self, stream: StreamKey, platform_message_id: str, reaction: str) -> bool:
+        return True
+
+    async def capabilities(self, self_id: str) -> frozenset[Capability]:
+        return frozenset()
+
+    async def is_connected(self, self_id: str) -> bool:
+        return self.connected
+
+
+@dataclass
+class Kit:
+    engine: AsyncEngine
+    store: OutboxStore
+    ledger: LedgerWriter
+    timeline: TimelineWriter
+    outlet: Outlet
+    clock: Callable[[], datetime]
+    dispatcher: OutboxDispatcher | None = None
+
+    def start(self, policy: DeliveryPolicy = POLICY) -> OutboxDispatcher:
+        self.dispatcher = OutboxDispatcher(self.store, self.outlet, self.ledger, policy, self.clock)
+        self.dispatcher.start()
+        return self.dispatcher
+
+    async def stream_id(self, external: str) -> int:
+        written = await self.timeline.write(own_message(group(external), (), f"seed{external}", T0))
+        return written.stream_id  # type: ignore[union-attr]
+
+    async def reply(self, stream: str, *bubbles: str, quote: str | None = None) -> list[int]:
+        assert self.dispatcher is not None
+        delivery = OutboxDelivery(self.store, self.dispatcher, self.clock)
+        sid = await self.stream_id(stream)
+        report = await delivery.deliver(OutgoingReply(1, sid, group(stream), bubbles, quote))
+        return list(report.queued)
+
+    async def statuses(self) -> list[tuple[str, int]]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(OutboxItem.status, OutboxItem.attempts))
+            return [(r.status, r.attempts) for r in rows]
+
+    async def events(self, kind: str) -> list[Event]:
+        await self.ledger.flush()
+        async with self.engine.connect() as conn:
+            query = select(Event).where(Event.kind == kind).order_by(Event.id)
+            return list((await conn.execute(query)).all())
+
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def kit(engine: AsyncEngine) -> AsyncIterator[Kit]:
+    ledger, timeline = LedgerWriter(engine), TimelineWriter(engine)
+    ledger.start()
+    timeline.start()
+    kit = Kit(engine, OutboxStore(engine), ledger, timeline, Outlet(), lambda: datetime.now(UTC))
+    yield kit
+    if kit.dispatcher is not None:
+        await kit.dispatcher.stop()
+    await ledger.close()
+    await timeline.close()
+
+
+async def drained(kit: Kit, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while await kit.store.open_count():
+        assert loop.time() < deadline, "outbox did not drain"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_reply_is_committed_with_its_rows_and_sent_in_order(kit: Kit) -> None:
+    kit.start()
+    ids = await kit.reply("g1", "第一句", "第二句", "第三句", quote="555")
+    await drained(kit)
+    assert kit.outlet.sent == [
+        ("g1", "第一句", "555"),
+        ("g1", "第二句", None),
+        ("g1", "第三句", None),
+    ]
+    async with kit.engine.connect() as conn:
+        [reply] = (await conn.execute(select(Reply))).all()
+        rows = (await conn.execute(select(OutboxItem).order_by(OutboxItem.id))).all()
+    assert reply.bubbles == ["第一句", "第二句", "第三句"]
+    assert [r.id for r in rows] == ids and all(r.reply_id == reply.id for r in rows)
+    assert all(r.status == "sent" and r.platform_message_id for r in rows)
+    delivered = await kit.events("delivered")
+    assert [e.payload["outbox_id"] for e in delivered] == ids
+
+
+async def test_while_disconnected_rows_wait_without_spending_attempts(kit: Kit) -> None:
+    kit.outlet.connected = False
+    kit.start()
+    await kit.reply("g2", "等我上线", "再说")
+    await asyncio.sleep(0.3)
+    assert kit.outlet.attempts == 0
+    assert await kit.statuses() == [("pending", 0), ("pending", 0)]
+    kit.outlet.connected = True
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["等我上线", "再说"]
+
+
+async def test_failures_retry_with_backoff_and_keep_the_order(kit: Kit) -> None:
+    kit.outlet.failures = 2
+    kit.start()
+    await kit.reply("g3", "一", "二")
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["一", "二"]
+    assert await kit.statuses() == [("sent", 2), ("sent", 0)]
+    assert len(await kit.events("delivery_retry")) == 2
+
+
+async def test_a_row_that_keeps_failing_becomes_delivery_failed(kit: Kit) -> None:
+    kit.outlet.failures = 100
+    kit.start()
+    await kit.reply("g4", "发不出去")
+    await drained(kit)
+    assert await kit.statuses() == [("failed", 3)]
+    [failed] = await kit.events("delivery_failed")
+    assert failed.reason == "message" and failed.payload["attempts"] == 3
+
+
+async def test_a_stale_reply_is_expired_not_sent(kit: Kit) -> None:
+    late = [T0]
+    kit.clock = lambda: late[0]
+    kit.start(DeliveryPolicy(min_pause_s=0, max_pause_s=0, stale_after_s=60))
+    kit.outlet.connected = False
+    await kit.reply("g5", "过时的话")
+    late[0] = T0 + timedelta(minutes=5)
+    kit.outlet.connected = True
+    kit.dispatcher.wake()  # type: ignore[union-attr]
+    await drained(kit)
+    assert kit.outlet.sent == []
+    assert await kit.statuses() == [("expired", 0)]
+    assert [e.kind for e in await kit.events("delivery_expired")] == ["delivery_expired"]
+
+
+async def interrupted(kit: Kit, stream: str, text: str, created: datetime) -> int:
+    """A row the previous process marked `sending` and never finished."""
+    sid = await kit.stream_id(stream)
+    [row_id] = await OutboxStore(kit.engine).enqueue(
+        1, sid, [_item(text)], created, bubbles=(text,)
+    )
+    await kit.store.mark(row_id, OutboxStatus.SENDING, created)
+    return row_id
+
+
+def _item(text: str) -> NewItem:
+    return NewItem("message", {"text": text, "pause_s": 0})
+
+
+async def test_interrupted_sends_are_resolved_before_anything_new_goes_out(kit: Kit) -> None:
+    now = datetime.now(UTC)
+    echoed = await interrupted(kit, "r1", "已经发出去的", now - timedelta(seconds=5))
+    await kit.timeline.write(
+        own_message(group("r1"), (Segment(SegmentKind.TEXT, text="已经发出去的"),), "echo1", now)
+    )
+    young = await interrupted(kit, "r2", "刚要发的", now - timedelta(seconds=5))
+    old = await interrupted(kit, "r3", "很久以前的", now - timedelta(minutes=5))
+    dispatcher = OutboxDispatcher(kit.store, kit.outlet, kit.ledger, POLICY, kit.clock)
+    counts = await dispatcher.recover()
+    assert counts == {"confirmed": 1, "resend": 1, "unknown": 1}
+    kit.dispatcher = dispatcher
+    dispatcher.start()
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["刚要发的"]  # never the others
+    async with kit.engine.connect() as conn:
+        rows = dict((await conn.execute(select(OutboxItem.id, OutboxItem.status))).all())
+    assert (rows[echoed], rows[young], rows[old]) == ("sent", "sent", "unknown")
+    reasons = [e.reason for e in await kit.events("delivery_recovered")]
+    assert sorted(reasons) == ["confirmed", "resend", "unknown"]
