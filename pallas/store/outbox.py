@@ -59,6 +59,7 @@ class OutboxRow:
     attempts: int
     not_before: datetime
     created_at: datetime
+    updated_at: datetime  # for a `sending` row: when the send began
 
 
 class OutboxStore:
@@ -140,8 +141,12 @@ class OutboxStore:
             rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
         return [_outbox_row(row) for row in rows]
 
-    async def own_message_since(self, stream_id: int, text: str, since: datetime) -> str | None:
-        """The platform id of a bot message with this text stored since `since` (its echo)."""
+    async def unclaimed_echo(self, stream_id: int, text: str, since: datetime) -> str | None:
+        """A bot message with this text stored since `since` that no outbox row has claimed:
+        the platform's report of a send whose receipt was lost."""
+        claimed = select(OutboxItem.platform_message_id).where(
+            OutboxItem.stream_id == stream_id, OutboxItem.platform_message_id.is_not(None)
+        )
         query = (
             select(Message.platform_message_id)
             .where(
@@ -150,6 +155,7 @@ class OutboxStore:
                     Message.from_bot.is_(True),
                     Message.text == text,
                     Message.stored_at >= since,
+                    Message.platform_message_id.not_in(claimed),
                 )
             )
             .order_by(Message.id)
@@ -194,6 +200,7 @@ def _row_query() -> Any:
         OutboxItem.attempts,
         OutboxItem.not_before,
         OutboxItem.created_at,
+        OutboxItem.updated_at,
         Stream.platform,
         Stream.self_id,
         Stream.kind.label("stream_kind"),
@@ -214,4 +221,5 @@ def _outbox_row(row: Any) -> OutboxRow:
         attempts=row.attempts,
         not_before=row.not_before,
         created_at=row.created_at,
+        updated_at=row.updated_at,
     )

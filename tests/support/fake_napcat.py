@@ -5,6 +5,7 @@ as NapCat sends them, and answers the bot's API calls by `echo`. Every call rece
 in `api_calls`; an action without a responder is answered "ok" with no data (so pokes and
 `set_msg_emoji_like` succeed). Actions named in `failing` are refused (retcode 1200, as
 NapCat refuses), actions in `unanswered` get no answer at all (the bot's call times out).
+`refusals` counts down: an action named there is refused that many more times, then answered.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class FakeNapCat:
         }
         self.failing: set[str] = set()
         self.unanswered: set[str] = set()
+        self.refusals: dict[str, int] = {}
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
@@ -214,7 +216,7 @@ class FakeNapCat:
         if action in self.unanswered:
             return
         responder = self.responders.get(action)
-        if action in self.failing:
+        if action in self.failing or self._refuse(action):
             result = {"status": "failed", "retcode": 1200, "data": None, "message": "refused"}
         elif responder is None:
             result = {"status": "ok", "retcode": 0, "data": None}
@@ -223,6 +225,12 @@ class FakeNapCat:
         result["echo"] = call.get("echo")
         assert self._ws is not None
         await self._ws.send(json.dumps(result))
+
+    def _refuse(self, action: str) -> bool:
+        left = self.refusals.get(action, 0)
+        if left > 0:
+            self.refusals[action] = left - 1
+        return left > 0
 
 
 def _raw(segments: list[dict[str, Any]]) -> str:

@@ -74,7 +74,7 @@ class OutboxDispatcher:
         counts = {r.value: 0 for r in Recovery}
         now = self._clock()
         for row in await self._store.interrupted():
-            echo = await self._echo_of(row)
+            echo = await self._echo_of(row, row.updated_at)  # since the send began
             action = recover_interrupted(row.created_at, echo is not None, now, self.policy)
             counts[action.value] += 1
             if action is Recovery.CONFIRMED:
@@ -88,11 +88,12 @@ class OutboxDispatcher:
             logger.warning("outbox: interrupted sends at start-up: {}", counts)
         return counts
 
-    async def _echo_of(self, row: OutboxRow) -> str | None:
+    async def _echo_of(self, row: OutboxRow, since: datetime) -> str | None:
+        """The platform's report of this send, if it arrived though the receipt did not."""
         if row.kind != "message":
             return None
         text = str(row.payload.get("text", ""))
-        return await self._store.own_message_since(row.stream_id, text, row.created_at)
+        return await self._store.unclaimed_echo(row.stream_id, text, since)
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -139,7 +140,8 @@ class OutboxDispatcher:
         return 0.0
 
     async def _send(self, row: OutboxRow) -> None:
-        await self._store.mark(row.id, OutboxStatus.SENDING, self._clock())
+        began = self._clock()
+        await self._store.mark(row.id, OutboxStatus.SENDING, began)
         try:
             platform_id = await self._perform(row)
         except Exception as exc:  # the outlet should not raise; if it does, it is a failure
@@ -152,17 +154,31 @@ class OutboxDispatcher:
             payload = {"outbox_id": row.id, "platform_message_id": platform_id}
             self._event(row, "delivered", row.kind, payload)
             return
-        await self._failed(row, now)
+        await self._failed(row, began, now)
 
-    async def _failed(self, row: OutboxRow, now: datetime) -> None:
+    async def _failed(self, row: OutboxRow, began: datetime, now: datetime) -> None:
+        # A lost receipt is not a lost message: if the platform reported it, it was sent.
+        echo = await self._echo_of(row, began)
+        if echo is not None:
+            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+            self._event(row, "delivered", row.kind, {"platform_message_id": echo, "echo": True})
+            return
         attempts = row.attempts + 1
+        error = "the platform did not confirm it"
         if attempts >= self.policy.max_attempts:
-            await self._store.mark(row.id, OutboxStatus.FAILED, now, attempts=attempts)
+            await self._store.mark(
+                row.id, OutboxStatus.FAILED, now, attempts=attempts, last_error=error
+            )
             self._event(row, "delivery_failed", row.kind, {"attempts": attempts})
             return
         retry_at = now + timedelta(seconds=retry_delay(attempts, self.policy))
         await self._store.mark(
-            row.id, OutboxStatus.PENDING, now, attempts=attempts, not_before=retry_at
+            row.id,
+            OutboxStatus.PENDING,
+            now,
+            attempts=attempts,
+            not_before=retry_at,
+            last_error=error,
         )
         self._event(row, "delivery_retry", row.kind, {"attempts": attempts})
 

@@ -229,3 +229,49 @@ async def test_interrupted_sends_are_resolved_before_anything_new_goes_out(kit: 
     assert (rows[echoed], rows[young], rows[old]) == ("sent", "sent", "unknown")
     reasons = [e.reason for e in await kit.events("delivery_recovered")]
     assert sorted(reasons) == ["confirmed", "resend", "unknown"]
+
+
+async def test_an_echo_already_claimed_by_another_row_is_not_taken_for_this_one(kit: Kit) -> None:
+    now = datetime.now(UTC)
+    sid = await kit.stream_id("r4")
+    first, second = await kit.store.enqueue(
+        1,
+        sid,
+        [_item("哈哈哈"), _item("哈哈哈")],
+        now - timedelta(seconds=5),
+        bubbles=("哈哈哈",) * 2,
+    )
+    echo = (Segment(SegmentKind.TEXT, text="哈哈哈"),)
+    await kit.timeline.write(own_message(group("r4"), echo, "first-echo", now))
+    await kit.store.mark(first, OutboxStatus.SENT, now, platform_message_id="first-echo")
+    await kit.store.mark(second, OutboxStatus.SENDING, now)
+    dispatcher = OutboxDispatcher(kit.store, kit.outlet, kit.ledger, POLICY, kit.clock)
+    assert await dispatcher.recover() == {"confirmed": 0, "resend": 1, "unknown": 0}
+
+
+@dataclass
+class EchoingOutlet(Outlet):
+    """Sends (NapCat reports the message) but the receipt never arrives."""
+
+    timeline: TimelineWriter | None = None
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        self.attempts += 1
+        assert self.timeline is not None
+        platform_id = str(next(_ids))
+        await self.timeline.write(own_message(stream, tuple(segments), platform_id, T0))
+        self.sent.append((stream.external_id, segments[0].text, quote))
+        return None
+
+
+async def test_a_lost_receipt_with_the_platforms_report_is_not_sent_again(kit: Kit) -> None:
+    kit.outlet = EchoingOutlet(timeline=kit.timeline)
+    kit.start()
+    await kit.reply("g6", "只说一次")
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["只说一次"]
+    assert await kit.statuses() == [("sent", 0)]
+    [delivered] = await kit.events("delivered")
+    assert delivered.payload["echo"] is True
