@@ -143,7 +143,13 @@ class OutboxDispatcher:
         began = self._clock()
         await self._store.mark(row.id, OutboxStatus.SENDING, began)
         try:
-            platform_id = await self._perform(row)
+            async with asyncio.timeout(self.policy.send_timeout_s):
+                platform_id = await self._perform(row)
+        except TimeoutError:
+            logger.warning(
+                "outbox: row {} got no receipt in {} s", row.id, self.policy.send_timeout_s
+            )
+            platform_id = None
         except Exception as exc:  # the outlet should not raise; if it does, it is a failure
             logger.opt(exception=exc).error("outbox: sending row {} raised {!r}", row.id, exc)
             platform_id = None

@@ -20,6 +20,7 @@ class DeliveryPolicy:
     stream_interval_s: float = 1.0  # at least this between two sends to one conversation
     global_per_second: float = 2.0  # all conversations together, a token bucket ...
     global_burst: int = 5  # ... holding this many tokens
+    send_timeout_s: float = 10.0  # one platform call; longer holds every conversation up
     max_attempts: int = 5
     backoff_base_s: float = 2.0
     backoff_max_s: float = 60.0

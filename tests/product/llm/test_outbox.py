@@ -275,3 +275,31 @@ async def test_a_lost_receipt_with_the_platforms_report_is_not_sent_again(kit: K
     assert await kit.statuses() == [("sent", 0)]
     [delivered] = await kit.events("delivered")
     assert delivered.payload["echo"] is True
+
+
+@dataclass
+class StallingOutlet(Outlet):
+    """The first call is never answered."""
+
+    stalls: int = 1
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        if self.stalls > 0:
+            self.stalls -= 1
+            self.attempts += 1
+            await asyncio.sleep(3600)
+        return await super().send(stream, segments, quote)
+
+
+async def test_a_call_that_is_never_answered_is_given_up_and_retried(kit: Kit) -> None:
+    kit.outlet = StallingOutlet()
+    policy = DeliveryPolicy(
+        min_pause_s=0, max_pause_s=0, stream_interval_s=0, send_timeout_s=0.2, backoff_base_s=0.01
+    )
+    kit.start(policy)
+    await kit.reply("g7", "迟到的话")
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["迟到的话"]
+    assert await kit.statuses() == [("sent", 1)]
