@@ -74,3 +74,13 @@ async def test_without_a_chat_model_model_chat_stays_off(tmp_path: Path) -> None
         assert "model chat is off" in bot.log()
     finally:
         bot.stop()
+
+
+def test_a_bad_agent_file_stops_start_up_naming_the_field(tmp_path: Path) -> None:
+    bot = BotProcess(tmp_path / "bot")
+    (tmp_path / "bot" / "config").mkdir(parents=True)
+    (tmp_path / "bot" / "config" / "agent.yml").write_text("max_bubbles: 0\n", encoding="utf-8")
+    assert bot.run_to_exit() == 2
+    output = bot.log()
+    assert "agent.yml" in output and "'max_bubbles'" in output
+    assert "Traceback" not in output
