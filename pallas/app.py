@@ -98,10 +98,7 @@ class Runtime:
         ledger = LedgerWriter(engine, write_lock=lock)
         usage = LlmUsageWriter(engine, write_lock=lock)
         call_log = CallLog(settings.pallas_data_dir / "logs" / "llm", started_at=utc_now())
-        models = ModelManager(
-            load_catalog(settings),
-            ManagerDeps(usage=usage.record, call_log=call_log, wall_clock=utc_now),
-        )
+        models = _model_manager(settings, usage, call_log)
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         runner = RunnerDeps(
             ledger=ledger,
@@ -138,18 +135,8 @@ class Runtime:
         if handler is None:
             # The agent acts through the platform, which records the bot's own messages
             # through the ingress: built last, then plugged into the turn runner.
-            runner.handler = build_agent_handler(
-                engine=engine,
-                ledger=ledger,
-                models=models,
-                outlet=outlet,
-                delivery=OutboxDelivery(outbox, dispatcher, utc_now),
-                config=load_agent_config(),
-                nicknames=tuple(settings.nickname),
-                book=tools.book,
-                skills=tools.skills,
-                superusers=frozenset(settings.superusers),
-            )
+            delivery = OutboxDelivery(outbox, dispatcher, utc_now)
+            runner.handler = _agent(settings, engine, ledger, models, outlet, delivery, tools)
         return cls(
             settings=settings,
             engine=engine,
@@ -219,6 +206,36 @@ class Runtime:
         await self.usage.close()
         self.call_log.close()
         await self.engine.dispose()
+
+
+def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog) -> ModelManager:
+    return ModelManager(
+        load_catalog(settings),
+        ManagerDeps(usage=usage.record, call_log=call_log, wall_clock=utc_now),
+    )
+
+
+def _agent(
+    settings: Settings,
+    engine: AsyncEngine,
+    ledger: LedgerWriter,
+    models: ModelManager,
+    outlet: OneBotOutlet,
+    delivery: OutboxDelivery,
+    tools: ToolSetup,
+) -> TurnHandler:
+    return build_agent_handler(
+        engine=engine,
+        ledger=ledger,
+        models=models,
+        outlet=outlet,
+        delivery=delivery,
+        config=load_agent_config(),
+        nicknames=tuple(settings.nickname),
+        book=tools.book,
+        skills=tools.skills,
+        superusers=frozenset(settings.superusers),
+    )
 
 
 def _announce_model_chat(catalog: Catalog) -> None:
