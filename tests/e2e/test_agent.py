@@ -111,3 +111,33 @@ def _turn_kinds(timeline: TimelineDb, turn_id: int, until: str, delivered: int) 
     rows = timeline.query("SELECT kind FROM event WHERE turn_id = ? ORDER BY id", turn_id)
     kinds = [row["kind"] for row in rows]
     return kinds if until in kinds and kinds.count("delivered") == delivered else None
+
+
+async def test_a_reaction_goes_through_napcat_once_it_reported_the_capability(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    model.reset()
+    timeline = TimelineDb(bot.db_path)
+    # Nothing else is being stored now: the next message gets the next id.
+    predicted = (timeline.scalar("SELECT max(id) FROM message") or 0) + 1
+    react = json.dumps({"message_id": predicted, "emoji": "赞"})
+    model.script(MODEL, Reply("", (ToolCallSpec("react", react),)))
+    event = napcat.group_message(7702, 556, "牛牛你看这个")
+    await napcat.send_event(event)
+    stored = await wait_for(
+        lambda: timeline.scalar(
+            "SELECT id FROM message WHERE platform_message_id = ?", str(event["message_id"])
+        ),
+        what="the stored message",
+    )
+    assert stored == predicted
+    reactions = await wait_for(
+        lambda: [c["params"] for c in napcat.api_calls if c["action"] == "set_msg_emoji_like"],
+        timeout=15,
+        what="the reaction",
+    )
+    assert reactions == [{"message_id": event["message_id"], "emoji_id": "76"}]
+    [request] = model.requests_for(MODEL)
+    offered = {tool["function"]["name"] for tool in request.body["tools"]}
+    assert {"react", "poke", "silent"} <= offered  # NapCat reported both capabilities
+    assert any(c["action"] == "get_version_info" for c in napcat.api_calls)
