@@ -72,21 +72,24 @@ class OutboxDispatcher:
     async def recover(self) -> dict[str, int]:
         """Resolve rows a previous process left in `sending` (outcome unknown)."""
         counts = {r.value: 0 for r in Recovery}
-        now = self._clock()
         for row in await self._store.interrupted():
-            echo = await self._echo_of(row, row.updated_at)  # since the send began
-            action = recover_interrupted(row.created_at, echo is not None, now, self.policy)
-            counts[action.value] += 1
-            if action is Recovery.CONFIRMED:
-                await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
-            elif action is Recovery.RESEND:
-                await self._store.mark(row.id, OutboxStatus.PENDING, now)
-            else:
-                await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
-            self._event(row, "delivery_recovered", action.value, {"echo": echo})
+            counts[(await self._resolve_interrupted(row)).value] += 1
         if any(counts.values()):
             logger.warning("outbox: interrupted sends at start-up: {}", counts)
         return counts
+
+    async def _resolve_interrupted(self, row: OutboxRow) -> Recovery:
+        now = self._clock()
+        echo = await self._echo_of(row, row.updated_at)  # since the send began
+        action = recover_interrupted(row.created_at, echo is not None, now, self.policy)
+        if action is Recovery.CONFIRMED:
+            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+        elif action is Recovery.RESEND:
+            await self._store.mark(row.id, OutboxStatus.PENDING, now)
+        else:
+            await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
+        self._event(row, "delivery_recovered", action.value, {"echo": echo})
+        return action
 
     async def _echo_of(self, row: OutboxRow, since: datetime) -> str | None:
         """The platform's report of this send, if it arrived though the receipt did not."""
@@ -122,6 +125,10 @@ class OutboxDispatcher:
         return max(0.0, soonest)
 
     async def _consider(self, row: OutboxRow) -> float:
+        if row.status == OutboxStatus.SENDING.value:
+            # Left mid-send by a failed status write: resolved like a crash, never blindly.
+            await self._resolve_interrupted(row)
+            return 0.0
         now = self._clock()
         if is_stale(row.created_at, now, self.policy):
             await self._store.mark(row.id, OutboxStatus.EXPIRED, now)

@@ -303,3 +303,15 @@ async def test_a_call_that_is_never_answered_is_given_up_and_retried(kit: Kit) -
     await drained(kit)
     assert [text for _, text, _ in kit.outlet.sent] == ["迟到的话"]
     assert await kit.statuses() == [("sent", 1)]
+
+
+async def test_a_row_left_mid_send_while_running_is_resolved_not_resent_blindly(kit: Kit) -> None:
+    now = datetime.now(UTC)
+    young = await interrupted(kit, "m1", "刚才没记上", now - timedelta(seconds=2))
+    old = await interrupted(kit, "m2", "早就没记上", now - timedelta(minutes=2))
+    kit.start()  # no start-up recovery: the running dispatcher meets the rows itself
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["刚才没记上"]
+    async with kit.engine.connect() as conn:
+        rows = dict((await conn.execute(select(OutboxItem.id, OutboxItem.status))).all())
+    assert (rows[young], rows[old]) == ("sent", "unknown")
