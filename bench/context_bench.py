@@ -29,7 +29,6 @@ prints PASS or MISS.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import bisect
 import gc
 import json
@@ -56,6 +55,7 @@ from loguru import logger  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
+from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from pallas.core.actions import Capability  # noqa: E402
 from pallas.core.inbound import (  # noqa: E402
     InboundMessage,
@@ -764,28 +764,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--streams", type=int, default=200, help="group streams")
     parser.add_argument("--people", type=int, default=5_000, help="people, one identity each")
     parser.add_argument("--turns", type=int, default=2_000, help="timed assemble_context calls")
-    parser.add_argument(
-        "--loop",
-        choices=("uvloop", "asyncio"),
-        default="uvloop",
-        help="event loop (the real bot runs under uvicorn, i.e. uvloop)",
-    )
+    add_loop_option(parser)
     args = parser.parse_args(argv)
     if min(args.streams, args.turns) < 1 or args.people < 4:
         parser.error("--streams and --turns must be positive, --people at least 4")
     if args.messages < 10 * args.streams:
         parser.error("--messages must be at least 10 per stream")
     return args
-
-
-def pick_runner(name: str) -> tuple[str, Callable[[Any], Any]]:
-    if name == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            return "asyncio (uvloop not installed)", asyncio.run
-        return "uvloop", uvloop.run
-    return "asyncio", asyncio.run
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from loguru import logger  # noqa: E402
 
+from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from pallas.app import Runtime  # noqa: E402
 from pallas.config import load_settings  # noqa: E402
 from pallas.core.inbound import InboundMessage, StreamKind  # noqa: E402
@@ -817,11 +818,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="R",
         help="also run the load at R messages/s (e.g. 1000), on a fresh data dir",
     )
-    parser.add_argument(
-        "--loop",
-        choices=("uvloop", "asyncio"),
-        default="uvloop",
-        help="event loop for the load (the real bot runs under uvicorn, i.e. uvloop)",
+    add_loop_option(
+        parser, "event loop for the load (the real bot runs under uvicorn, i.e. uvloop)"
     )
     parser.add_argument("--skip-gate", action="store_true", help="only run the load")
     parser.add_argument(
@@ -838,17 +836,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     logger.remove()
-    loop_name = args.loop
-    if loop_name == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            loop_name = "asyncio (uvloop not installed)"
-            runner: Callable[[Any], Any] = asyncio.run
-        else:
-            runner = uvloop.run
-    else:
-        runner = asyncio.run
+    loop_name, runner = pick_runner(args.loop)
     print(
         f"turn-kernel benchmark  python {platform.python_version()}, {os.cpu_count()} cpu(s), "
         f"sqlite {sqlite3.sqlite_version}, loop {loop_name}, "

@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +57,7 @@ from loguru import logger  # noqa: E402
 from sqlalchemy import event, func, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
+from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from pallas.core.actions import Capability  # noqa: E402
 from pallas.core.inbound import Segment, StreamKey, StreamKind  # noqa: E402
 from pallas.platform.onebot.send import own_message  # noqa: E402
@@ -827,26 +828,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--seconds", type=float, default=120.0, help="part 1: seconds watched after reconnect"
     )
-    parser.add_argument(
-        "--loop",
-        choices=("uvloop", "asyncio"),
-        default="uvloop",
-        help="event loop (the real bot runs under uvicorn, i.e. uvloop)",
-    )
+    add_loop_option(parser)
     args = parser.parse_args(argv)
     if min(args.replies, args.groups) < 1 or args.seconds <= 0:
         parser.error("--replies, --groups and --seconds must be positive")
     return args
-
-
-def pick_runner(name: str) -> tuple[str, Callable[[Any], Any]]:
-    if name == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            return "asyncio (uvloop not installed)", asyncio.run
-        return "uvloop", uvloop.run
-    return "asyncio", asyncio.run
 
 
 def main() -> None:

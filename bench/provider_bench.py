@@ -17,7 +17,6 @@ failed or a usage row is missing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import platform
@@ -26,10 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -39,6 +36,7 @@ import openai  # noqa: E402
 from loguru import logger  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
+from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from pallas.providers.call_log import CallLog  # noqa: E402
 from pallas.providers.catalog import Catalog, ModelSpec, ModelType, Pricing, ProviderSpec  # noqa: E402
 from pallas.providers.manager import ManagerDeps, ModelManager  # noqa: E402
@@ -189,27 +187,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--block", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=50)
-    parser.add_argument(
-        "--loop",
-        choices=("uvloop", "asyncio"),
-        default="uvloop",
-        help="event loop (the real bot runs under uvicorn, i.e. uvloop)",
-    )
+    add_loop_option(parser)
     parser.add_argument(
         "--no-main-log",
         action="store_true",
         help="drop the main-log sink, to see what the per-call summary line costs",
     )
     args = parser.parse_args()
-    runner: Callable[[Coroutine[Any, Any, int]], int] = asyncio.run
-    loop_name = "asyncio"
-    if args.loop == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            loop_name = "asyncio (uvloop not installed)"
-        else:
-            runner, loop_name = uvloop.run, "uvloop"
+    loop_name, runner = pick_runner(args.loop)
     print(f"loop {loop_name}")
     with tempfile.TemporaryDirectory(prefix="pallas-provider-bench-") as tmp:
         sys.exit(runner(run(args.calls, args.block, args.warmup, Path(tmp), not args.no_main_log)))
