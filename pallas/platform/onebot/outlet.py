@@ -10,7 +10,6 @@ caller writes the audit event.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +25,8 @@ from pallas.core.text import excerpt
 from pallas.platform.onebot.send import (
     Clock,
     Recorder,
-    own_message,
     poke_and_record,
-    send_message,
+    send_and_record,
     utc_now,
 )
 
@@ -87,15 +85,10 @@ class OneBotOutlet:
         if quote is not None:
             segments = (Segment(SegmentKind.REPLY, target=quote), *segments)
         try:
-            message_id = await send_message(bot, stream, segments)
+            return await send_and_record(bot, self._recorder, stream, segments, self._clock)
         except TimeoutError as exc:
             logger.warning("send to {} timed out: {!r}", _where(stream), exc)
             return None
-        if message_id is not None:
-            record = own_message(stream, tuple(segments), message_id, self._clock())
-            # Same shape translate.py gives NapCat's echo of it, so the two dedupe.
-            await self._recorder.accept(dataclasses.replace(record, reply_to=quote))
-        return message_id
 
     async def poke(self, stream: StreamKey, user_id: str) -> bool:
         """Poke `user_id` in the stream; True once NapCat confirmed it (and it is recorded)."""

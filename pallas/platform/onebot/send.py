@@ -109,6 +109,7 @@ def own_message(
         segments=segments,
         text=render_plain_text(segments),
         mentions=tuple(s.target for s in segments if s.kind is SegmentKind.AT and s.target),
+        reply_to=next((s.target for s in segments if s.kind is SegmentKind.REPLY), None),
         from_bot=True,
     )
 
