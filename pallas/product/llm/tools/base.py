@@ -7,6 +7,7 @@ are stored by that key. Everything a tool returns is data for the model, never i
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -105,8 +106,8 @@ class ToolError(Exception):
     """A tool could not do what was asked; the message (Chinese) goes back to the model."""
 
 
-class Tool:
-    """Subclass and set `spec`; override the hooks that apply."""
+class Tool(ABC):
+    """Subclass, set `spec` and implement `run`; override the hooks that apply."""
 
     spec: ToolSpec
 
@@ -118,5 +119,6 @@ class Tool:
         """The conversation: e.g. group-only tools."""
         return True
 
+    @abstractmethod
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
-        raise NotImplementedError
+        """Do the work; raise `ToolError` with a readable reason when it cannot be done."""

@@ -94,15 +94,26 @@ class ToolBook:
         await save_setting(self.engine, TOOL, name, replace(old, overrides=checked), now)
 
     def candidates(self, snapshot: Snapshot, conversation: Conversation) -> list[Candidate]:
-        return [self.candidate(tool, snapshot, conversation) for tool in self.registry.tools()]
+        essential = self.essential_names()  # once per turn, not once per tool
+        return [
+            self.candidate(tool, snapshot, conversation, essential)
+            for tool in self.registry.tools()
+        ]
 
-    def candidate(self, tool: Tool, snapshot: Snapshot, conversation: Conversation) -> Candidate:
+    def candidate(
+        self,
+        tool: Tool,
+        snapshot: Snapshot,
+        conversation: Conversation,
+        essential: frozenset[str] | None = None,
+    ) -> Candidate:
         name = tool.spec.name
         setting = snapshot.tools.get(name, Setting())
         plugin = self.registry.plugin_of(name)
+        switchable = name not in (self.essential_names() if essential is None else essential)
         return Candidate(
             spec=effective_spec(tool.spec, setting.overrides),
-            availability=availability(tool, setting, snapshot, plugin, conversation, self),
+            availability=availability(tool, setting, snapshot, plugin, conversation, switchable),
             rare=self.registry.is_rare(name),
             plugin=plugin,
         )
@@ -114,9 +125,9 @@ def availability(
     snapshot: Snapshot,
     plugin: str | None,
     conversation: Conversation,
-    book: ToolBook,
+    switchable: bool,
 ) -> Availability:
-    if not book.is_essential(tool.spec.name):
+    if switchable:  # essential tools ignore the switches
         if setting.enabled is False:
             return Availability.no(SWITCHED_OFF)
         if plugin is not None and snapshot.plugins.get(plugin, Setting()).enabled is False:
