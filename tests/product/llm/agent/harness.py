@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from pallas.product.llm.agent.setup import build_agent_handler
 from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
 from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.store.models import Event
+from tests.support.waiting import until
 
 _platform_ids = itertools.count(900_000)
 # No pauses: the tests look at what is sent, not at the pace (tests/product/llm/test_outbox).
@@ -114,14 +115,6 @@ async def start_agent(
 class _Placeholder:
     async def handle(self, turn: object) -> object:
         raise AssertionError("replaced before start")
-
-
-async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def settle(runtime: Runtime) -> None:

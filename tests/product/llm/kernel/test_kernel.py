@@ -20,6 +20,7 @@ from pallas.product.llm.kernel.trigger import SpeakTrigger
 from pallas.product.llm.kernel.turn import Turn, TurnDecision
 from pallas.store.models import Event, Message, StreamState
 from tests.support.inbound import BOT_ID, group, message, private
+from tests.support.waiting import until
 
 Decide = Callable[[Turn], TurnDecision]
 
@@ -54,14 +55,6 @@ async def runtime(tmp_path: Path, store_url: str, recorder: Recorder) -> AsyncIt
     runtime = await start_runtime(tmp_path, store_url, recorder)
     yield runtime
     await runtime.stop()
-
-
-async def until(predicate: Callable[[], object], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def settle(runtime: Runtime) -> None:

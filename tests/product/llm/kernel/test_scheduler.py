@@ -21,6 +21,7 @@ from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Stream
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import T0, group, message
+from tests.support.waiting import until
 
 PASS = Disposition(Outcome.DELIBERATE, Reason.ATTENTION)
 _ids = iter(range(1, 1_000_000))
@@ -60,14 +61,6 @@ async def _events(engine: AsyncEngine, kind: str) -> list[Event]:
         return list((await conn.execute(select(Event).where(Event.kind == kind))).all())
 
 
-async def _until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 async def test_thousand_messages_twenty_streams_slow_handler(ledger: LedgerWriter) -> None:
     active: dict[int, int] = defaultdict(int)
     most_in_one_stream = 0
@@ -95,7 +88,7 @@ async def test_thousand_messages_twenty_streams_slow_handler(ledger: LedgerWrite
         scheduler.submit(item, private=False)
         if i % 50 == 0:
             await asyncio.sleep(0.002)
-    await _until(lambda: sum(len(v) for v in consumed.values()) == 1_000)
+    await until(lambda: sum(len(v) for v in consumed.values()) == 1_000)
     await scheduler.stop()
     assert most_in_one_stream == 1
     assert most_streams_at_once > 1
@@ -113,7 +106,7 @@ async def test_a_batch_is_the_head_run_of_one_sender(ledger: LedgerWriter) -> No
     for person in (1, 1, 2, 1):
         scheduler.submit(admitted(5, person), private=False)
     scheduler.start()
-    await _until(lambda: sum(map(len, batches)) == 4)
+    await until(lambda: sum(map(len, batches)) == 4)
     await scheduler.stop()
     assert batches == [[1, 1], [2], [1]]
 
@@ -148,11 +141,11 @@ async def test_overflow_is_recorded_and_other_streams_still_run(
     scheduler = Scheduler(turn, ledger, buffer_cap=50)
     scheduler.start()
     scheduler.submit(burst[0], private=False)
-    await _until(lambda: stuck_stream in scheduler.running)
+    await until(lambda: stuck_stream in scheduler.running)
     for item in burst[1:]:
         scheduler.submit(item, private=False)
     scheduler.submit(admitted(2), private=False)
-    await _until(lambda: 2 in ran)
+    await until(lambda: 2 in ran)
     assert scheduler.buffered(stuck_stream) == 50
     release.set()
     await scheduler.stop()
@@ -202,7 +195,7 @@ async def test_a_failure_while_taking_a_batch_keeps_it_at_the_head(
     scheduler.tick()  # fails: nothing taken, stream released
     assert scheduler.buffered(4) == 1 and not scheduler.running
     scheduler.start()
-    await _until(lambda: taken == [item.message_id])
+    await until(lambda: taken == [item.message_id])
     await scheduler.stop()
 
 
@@ -217,12 +210,12 @@ async def test_group_wait_holds_until_more_arrives(ledger: LedgerWriter) -> None
     scheduler.start()
     first = admitted(6)
     scheduler.submit(first, private=False)
-    await _until(lambda: len(seen) == 1)
+    await until(lambda: len(seen) == 1)
     await asyncio.sleep(0.35)  # heartbeats pass; a group does not time out
     assert len(seen) == 1 and scheduler.buffered(6) == 1
     second = admitted(6)
     scheduler.submit(second, private=False)
-    await _until(lambda: len(seen) == 2)
+    await until(lambda: len(seen) == 2)
     await scheduler.stop()
     assert seen == [([first.message_id], True), ([first.message_id, second.message_id], False)]
 
@@ -237,6 +230,6 @@ async def test_private_wait_reopens_after_the_timeout_without_wait(ledger: Ledge
     scheduler = Scheduler(turn, ledger, private_wait_s=0.3)
     scheduler.start()
     scheduler.submit(admitted(7), private=True)
-    await _until(lambda: len(seen) == 2)
+    await until(lambda: len(seen) == 2)
     await scheduler.stop()
     assert seen == [True, False]
