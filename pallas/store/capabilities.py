@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.models import CapabilitySetting, ToolActivation
@@ -75,8 +75,3 @@ async def active_tools(engine: AsyncEngine, stream_id: int, now: datetime) -> fr
     )
     async with engine.connect() as conn:
         return frozenset((await conn.execute(query)).scalars().all())
-
-
-async def forget_expired(engine: AsyncEngine, now: datetime) -> None:
-    async with engine.begin() as conn:
-        await conn.execute(delete(ToolActivation).where(ToolActivation.expires_at <= now))

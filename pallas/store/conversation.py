@@ -83,15 +83,6 @@ async def window_up_to(
     return [_line(row) for row in reversed(rows)]
 
 
-async def messages_by_id(
-    engine: AsyncEngine, stream_id: int, message_ids: list[int]
-) -> list[WindowLine]:
-    query = _line_query().where(Message.stream_id == stream_id, Message.id.in_(message_ids))
-    async with engine.connect() as conn:
-        rows = (await conn.execute(query.order_by(Message.id))).all()
-    return [_line(row) for row in rows]
-
-
 async def search_before(
     engine: AsyncEngine, stream_id: int, before: int, words: list[str], limit: int
 ) -> list[WindowLine]:

@@ -113,11 +113,6 @@ class OutboxStore:
             rows = (await conn.execute(query.limit(limit))).all()
         return [_outbox_row(row) for row in rows]
 
-    async def next_due(self) -> datetime | None:
-        query = select(func.min(OutboxItem.not_before)).where(OutboxItem.status.in_(OPEN))
-        async with self._engine.connect() as conn:
-            return (await conn.execute(query)).scalar()
-
     async def open_count(self) -> int:
         query = select(func.count()).select_from(OutboxItem).where(OutboxItem.status.in_(OPEN))
         async with self._engine.connect() as conn:
