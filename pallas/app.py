@@ -44,6 +44,7 @@ from pallas.store import kernel_state
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
+from pallas.store.members import temp_chat_group
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.timeline import TimelineWriter
@@ -123,7 +124,7 @@ class Runtime:
             )
         )
         ingress = Ingress(writer, admission)
-        outlet = OneBotOutlet(ingress)
+        outlet = OneBotOutlet(ingress, route=partial(temp_chat_group, engine))
         outbox = OutboxStore(engine, write_lock=lock)
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         tools = build_tools(

@@ -25,6 +25,7 @@ class SegmentKind(StrEnum):
     FILE = "file"
     CARD = "card"
     FORWARD = "forward"
+    MARKET_FACE = "market_face"  # a sticker from QQ's sticker shop (商城表情)
     OTHER = "other"
 
 
@@ -47,6 +48,11 @@ class Segment:
     target: str | None = None  # the user of an @, the message of a reply
     media: MediaRef | None = None
     raw_type: str = ""  # the platform's segment type, kept for OTHER / CARD
+    # What else is needed to show or resend it (a market face's key, a file's size...).
+    detail: tuple[tuple[str, str], ...] = ()
+
+    def detail_value(self, key: str) -> str:
+        return next((value for name, value in self.detail if name == key), "")
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind.value}
@@ -58,6 +64,8 @@ class Segment:
             data["media"] = {k: v for k, v in vars(self.media).items() if v not in ("", None)}
         if self.raw_type:
             data["raw_type"] = self.raw_type
+        if self.detail:
+            data["detail"] = dict(self.detail)
         return data
 
     @classmethod
@@ -69,6 +77,7 @@ class Segment:
             target=data.get("target"),
             media=MediaRef(**media) if media is not None else None,
             raw_type=data.get("raw_type", ""),
+            detail=tuple((str(k), str(v)) for k, v in (data.get("detail") or {}).items()),
         )
 
 
@@ -87,6 +96,7 @@ class Sender:
     user_id: str
     nickname: str = ""
     card: str = ""  # group card (the name shown in this group), if any
+    role: str = ""  # in a group: owner / admin / member, when the platform says
 
     @property
     def display_name(self) -> str:
@@ -109,10 +119,18 @@ class InboundMessage:
     is_poke: bool = False
     from_bot: bool = False
     truncated: bool = False
+    stream_name: str = ""  # the group's name as the platform reported it with this message
+    # A private chat opened through a group (temporary chat): that group, needed to reply.
+    via_group: str | None = None
 
     @property
     def mentions_me(self) -> bool:
         return self.stream.self_id in self.mentions
+
+
+def poke_id(poker: str, target: str, seconds: int) -> str:
+    """The synthetic id of a poke (pokes have none); see pallas/store/poke_echoes.py."""
+    return f"poke:{poker}:{target}:{seconds}"
 
 
 @dataclass(frozen=True)
@@ -136,4 +154,39 @@ class MemberChange:
     detail: dict[str, str] = field(default_factory=dict)
 
 
-InboundEvent = InboundMessage | Recall | MemberChange
+class NoticeKind(StrEnum):
+    """Group happenings a member would notice, recorded as timeline facts."""
+
+    ESSENCE_ADDED = "essence_added"
+    ESSENCE_REMOVED = "essence_removed"
+    CARD_CHANGED = "card_changed"
+    MEMBER_BANNED = "member_banned"
+    MEMBER_UNBANNED = "member_unbanned"
+    TITLE_CHANGED = "title_changed"
+    GROUP_RENAMED = "group_renamed"
+    ADMIN_SET = "admin_set"
+    ADMIN_UNSET = "admin_unset"
+    FILE_UPLOADED = "file_uploaded"
+    REACTION_ADDED = "reaction_added"
+    REACTION_REMOVED = "reaction_removed"
+
+
+@dataclass(frozen=True)
+class GroupNotice:
+    """Something that happened in a group besides a message (a ban, a new card, 精华...).
+
+    `value` is the new state where there is one (the card, the title, the group name, the
+    ban's seconds, the file name, the emoji ids); `message_id` the platform id of the message
+    it concerns (essence, reactions).
+    """
+
+    stream: StreamKey
+    kind: NoticeKind
+    user_id: str
+    operator_id: str
+    time: datetime
+    value: str = ""
+    message_id: str | None = None
+
+
+InboundEvent = InboundMessage | Recall | MemberChange | GroupNotice

@@ -8,8 +8,11 @@ from pallas.core.inbound import InboundEvent, InboundMessage, Segment, SegmentKi
 
 
 def excerpt(text: str, limit: int = 120) -> str:
-    """A one-line, bounded rendering of untrusted text for log lines."""
-    flat = " ".join(str(text).split())
+    """A one-line, bounded rendering of untrusted text for log lines.
+
+    A lone surrogate (a broken emoji) is shown escaped: no log sink can encode one.
+    """
+    flat = " ".join(str(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
     if len(flat) <= limit:
         return flat
     return f"{flat[:limit]}… ({len(text)} chars)"

@@ -6,14 +6,15 @@ depend on what arrived while the turn was being prepared.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Row, Select, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.models import Identity, Message, Person, Stream
+from pallas.store.models import Identity, Member, Message, Person, Stream
 
 _LIKE_ESCAPE = "\\"
 
@@ -23,7 +24,7 @@ class WindowLine:
     message_id: int
     platform_message_id: str
     sender_person_id: int
-    speaker: str  # the person's latest nickname; empty when never seen
+    speaker: str  # the card in this group, else the latest nickname; empty when never seen
     user_id: str  # the sender's platform id
     from_bot: bool
     text: str
@@ -31,6 +32,8 @@ class WindowLine:
     reply_to: str | None  # platform id of the quoted message
     is_poke: bool
     recalled: bool
+    role: str = ""  # owner / admin / member in this group, when known
+    mentions: tuple[str, ...] = ()  # platform ids @-mentioned
 
 
 @dataclass(frozen=True)
@@ -53,19 +56,32 @@ def _line_query() -> Select[Any]:
         .correlate(Message)
         .scalar_subquery()
     )
-    return select(
-        Message.id,
-        Message.platform_message_id,
-        Message.sender_person_id,
-        Person.display_name,
-        user_id.label("user_id"),
-        Message.from_bot,
-        Message.text,
-        Message.time,
-        Message.reply_to,
-        Message.is_poke,
-        Message.recalled,
-    ).join(Person, Person.id == Message.sender_person_id)
+    return (
+        select(
+            Message.id,
+            Message.platform_message_id,
+            Message.sender_person_id,
+            Person.display_name,
+            Member.card,
+            Member.role,
+            user_id.label("user_id"),
+            Message.from_bot,
+            Message.text,
+            Message.time,
+            Message.reply_to,
+            Message.is_poke,
+            Message.recalled,
+            Message.mentions,
+        )
+        .join(Person, Person.id == Message.sender_person_id)
+        .outerjoin(
+            Member,
+            and_(
+                Member.stream_id == Message.stream_id,
+                Member.person_id == Message.sender_person_id,
+            ),
+        )
+    )
 
 
 async def window_up_to(
@@ -141,12 +157,31 @@ async def stream_info(engine: AsyncEngine, stream_id: int) -> StreamInfo | None:
     return StreamInfo(stream_id, row.kind, row.external_id, row.self_id, row.name)
 
 
+async def names_in_stream(
+    engine: AsyncEngine, stream_id: int, user_ids: Collection[str]
+) -> dict[str, str]:
+    """Platform id -> the name shown in this stream (the group card, else the nickname)."""
+    if not user_ids:
+        return {}
+    query = (
+        select(Identity.user_id, Person.display_name, Member.card)
+        .join(Person, Person.id == Identity.person_id)
+        .outerjoin(
+            Member, and_(Member.stream_id == stream_id, Member.person_id == Identity.person_id)
+        )
+        .where(Identity.user_id.in_(set(user_ids)))
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return {row.user_id: name for row in rows if (name := row.card or row.display_name)}
+
+
 def _line(row: Row[Any]) -> WindowLine:
     return WindowLine(
         message_id=row.id,
         platform_message_id=row.platform_message_id,
         sender_person_id=row.sender_person_id,
-        speaker=row.display_name or "",
+        speaker=row.card or row.display_name or "",
         user_id=row.user_id or "",
         from_bot=row.from_bot,
         text=row.text,
@@ -154,4 +189,6 @@ def _line(row: Row[Any]) -> WindowLine:
         reply_to=row.reply_to,
         is_poke=row.is_poke,
         recalled=row.recalled,
+        role=row.role or "",
+        mentions=tuple(str(m) for m in row.mentions or ()),
     )

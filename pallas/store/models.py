@@ -69,6 +69,8 @@ class Stream(Base):
     external_id: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(128), default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # A temporary private chat: the group it was opened through, which replies must name.
+    via_group: Mapped[str | None] = mapped_column(String(64))
 
 
 class Person(Base):
@@ -93,6 +95,19 @@ class Identity(Base):
     person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), index=True)
     nickname: Mapped[str] = mapped_column(String(128), default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Member(Base):
+    """A person as one group knows them: the card shown there, their role, their title."""
+
+    __tablename__ = "member"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    card: Mapped[str] = mapped_column(String(128), default="")
+    role: Mapped[str] = mapped_column(String(16), default="")  # owner / admin / member
+    title: Mapped[str] = mapped_column(String(64), default="")
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class Message(Base):

@@ -51,5 +51,8 @@ class BoundedCache(Generic[K, V]):
         while len(self._items) > self._capacity:
             self._items.popitem(last=False)
 
+    def discard(self, key: K) -> None:
+        self._items.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._items)

@@ -15,10 +15,19 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, Recall
+from pallas.core.inbound import (
+    GroupNotice,
+    InboundEvent,
+    InboundMessage,
+    MemberChange,
+    NoticeKind,
+    Recall,
+)
 from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
+from pallas.store.members import GroupDirectory
 from pallas.store.models import Event, Message
+from pallas.store.poke_echoes import merge_own_poke_echoes
 from pallas.store.sql import insert_ignoring_conflicts
 
 
@@ -33,11 +42,13 @@ class MessageWritten:
 @dataclass(frozen=True)
 class NoticeWritten:
     stream_id: int
-    person_id: int
-    message_id: int | None = None  # the recalled message, when it is in the timeline
+    person_id: int | None  # None when the notice names nobody (a whole-group ban, say)
+    message_id: int | None = None  # the message concerned, when it is in the timeline
 
 
 WriteOutcome = MessageWritten | NoticeWritten
+# Reactions are recorded only on the bot's own messages: what others' messages get is noise.
+_BOT_MESSAGE_ONLY = frozenset({NoticeKind.REACTION_ADDED, NoticeKind.REACTION_REMOVED})
 __all__ = ["MessageWritten", "NoticeWritten", "TimelineWriter", "WriteOutcome", "WriterClosedError"]
 Clock = Callable[[], datetime]
 
@@ -62,6 +73,7 @@ class TimelineWriter:
         self._clock = clock
         self._streams = StreamResolver()
         self._people = PersonResolver()
+        self._groups = GroupDirectory()
         self._committer: GroupCommitter[InboundEvent, WriteOutcome] = GroupCommitter(
             "timeline writer",
             self._apply,
@@ -82,11 +94,17 @@ class TimelineWriter:
 
     async def _apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
         now = self._clock()
-        async with self._engine.begin() as conn:
-            streams = await self._streams.resolve(conn, {i.stream for i in items}, now)
-            people = await self._people.resolve(conn, _users(items), now)
-            batch = _Batch(conn, now, streams, people)
-            outcomes = await batch.apply(items)
+        try:
+            async with self._engine.begin() as conn:
+                streams = await self._streams.resolve(conn, {i.stream for i in items}, now)
+                people = await self._people.resolve(conn, _users(items), now)
+                items = await merge_own_poke_echoes(conn, items, streams)
+                batch = _Batch(conn, now, streams, people, self._groups)
+                outcomes = await batch.apply(items)
+        except BaseException:
+            self._groups.rolled_back()
+            raise
+        self._groups.committed()
         self._streams.remember(streams)
         self._people.remember(people)
         return outcomes
@@ -103,9 +121,16 @@ def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
                 users[key] = item.sender.nickname
         elif isinstance(item, Recall):
             users.setdefault(UserKey(platform, item.operator_id), "")
+        elif isinstance(item, GroupNotice):
+            if _names_someone(item.user_id):
+                users.setdefault(UserKey(platform, item.user_id), "")
         else:
             users.setdefault(UserKey(platform, item.user_id), "")
     return users
+
+
+def _names_someone(user_id: str) -> bool:
+    return user_id not in ("", "0")
 
 
 class _Batch:
@@ -117,17 +142,28 @@ class _Batch:
         now: datetime,
         streams: dict[Any, int],
         people: dict[UserKey, KnownUser],
+        groups: GroupDirectory,
     ) -> None:
         self._conn = conn
+        self._groups = groups
         self._now = now
         self._streams = streams
         self._people = people
         self._events: list[dict[str, Any]] = []
         self._inserted: set[tuple[int, str]] = set()
+        self._bot_messages: set[int | None] = set()
 
     async def apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
         messages = [i for i in items if isinstance(i, InboundMessage)]
         written = await self._insert_messages(messages)
+        await self._groups.record_messages(
+            self._conn,
+            (
+                (m, self._streams[m.stream], self._person(m.stream.platform, m.sender.user_id))
+                for m in messages
+            ),
+            self._now,
+        )
         outcomes: list[WriteOutcome] = []
         seen: set[tuple[int, str]] = set()
         for item in items:
@@ -135,6 +171,8 @@ class _Batch:
                 outcomes.append(self._message_outcome(item, written, seen))
             elif isinstance(item, Recall):
                 outcomes.append(await self._recall(item))
+            elif isinstance(item, GroupNotice):
+                outcomes.append(await self._group_notice(item))
             else:
                 outcomes.append(self._member_change(item))
         if self._events:
@@ -255,11 +293,54 @@ class _Batch:
         )
         return NoticeWritten(stream_id, person_id)
 
+    async def _group_notice(self, notice: GroupNotice) -> NoticeWritten:
+        stream_id = self._streams[notice.stream]
+        platform = notice.stream.platform
+        person_id = (
+            self._person(platform, notice.user_id) if _names_someone(notice.user_id) else None
+        )
+        message_id = await self._message_by_platform_id(stream_id, notice.message_id)
+        if notice.kind in _BOT_MESSAGE_ONLY and message_id not in self._bot_messages:
+            return NoticeWritten(stream_id, person_id, message_id)  # likes on others' messages
+        await self._groups.apply_notice(self._conn, notice, stream_id, person_id, self._now)
+        payload: dict[str, Any] = {"user_id": notice.user_id}
+        if notice.operator_id:
+            payload["operator_id"] = notice.operator_id
+        if notice.value:
+            payload["value"] = notice.value
+        if notice.message_id:
+            payload["platform_message_id"] = notice.message_id
+        self._event(
+            "group_notice",
+            stream_id,
+            person_id,
+            message_id,
+            reason=notice.kind.value,
+            payload=payload,
+        )
+        return NoticeWritten(stream_id, person_id, message_id)
+
+    async def _message_by_platform_id(self, stream_id: int, platform_id: str | None) -> int | None:
+        if platform_id is None:
+            return None
+        row = (
+            await self._conn.execute(
+                select(Message.id, Message.from_bot).where(
+                    Message.stream_id == stream_id, Message.platform_message_id == platform_id
+                )
+            )
+        ).first()
+        if row is None:
+            return None
+        if row.from_bot:
+            self._bot_messages.add(row.id)
+        return int(row.id)
+
     def _event(
         self,
         kind: str,
         stream_id: int,
-        person_id: int,
+        person_id: int | None,
         message_id: int | None,
         *,
         reason: str = "",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from nonebot.message import handle_event
 from typing_extensions import override
 
 from pallas.core.text import excerpt
+from pallas.platform.onebot.frames import clean_event, may_hold_surrogates
 
 REVERSE_WS_PATHS = ("/onebot/v11/ws", "/onebot/v11/ws/", "/onebot/v11/")
 FRAME_TOO_BIG = 1009  # WebSocket close code for a message over the server's size limit
@@ -146,19 +148,9 @@ class PallasOneBotAdapter(Adapter):
                 log.opt(exception=exc).error("bot {}: frame handling failed", bot.self_id)
 
     def _dispatch_frame(self, bot: PallasBot, data: str | bytes) -> None:
-        payload = _decode(data)
-        if "post_type" not in payload:
-            self._result_store.add_result(payload)  # an API result, matched by echo
-            return
-        frame_self_id = str(payload.get("self_id", ""))
-        if frame_self_id != bot.self_id:
-            raise FrameError(
-                f"event for unknown bot id {frame_self_id!r} on the connection of "
-                f"{bot.self_id}: {excerpt(str(data))}"
-            )
-        event = self.json_to_event(payload)
+        event = read_event_frame(data, bot.self_id, now_s=int(time.time()))
         if event is None:
-            raise FrameError(f"unreadable event: {excerpt(str(data))}")
+            return  # an API result, handed to the call waiting for it
         task = asyncio.create_task(bot.handle_event(event))
         task.add_done_callback(self.tasks.discard)
         task.add_done_callback(_log_failure)
@@ -172,7 +164,11 @@ class PallasOneBotAdapter(Adapter):
         if "post_type" not in json_data:
             cls._result_store.add_result(json_data)
             return None
-        for model in cls.get_event_model(json_data):
+        try:  # the model lookup itself indexes by the frame's values, which may be any type
+            models = list(cls.get_event_model(json_data))
+        except Exception:
+            return None
+        for model in models:
             try:
                 return model.model_validate(json_data)
             except Exception:
@@ -183,21 +179,59 @@ class PallasOneBotAdapter(Adapter):
             return None
 
 
+def read_event_frame(data: str | bytes, self_id: str, *, now_s: int) -> Event | None:
+    """One frame -> the event it carries; None for an API result (already handed over).
+
+    Raises FrameError for a frame that is not a readable event of this bot; every other
+    fault is repaired where it can be (see frames.py), with one warning line naming it.
+    """
+    text = _text(data)
+    payload = _decode(text)
+    if "post_type" not in payload:
+        PallasOneBotAdapter._result_store.add_result(payload)  # matched by echo
+        return None
+    frame_self_id = str(payload.get("self_id", ""))
+    if frame_self_id != self_id:
+        raise FrameError(
+            f"event for unknown bot id {excerpt(frame_self_id, 40)!r} on the connection of "
+            f"{self_id}: {excerpt(text)}"
+        )
+    clean = clean_event(payload, now_s=now_s, surrogates=may_hold_surrogates(text))
+    event = PallasOneBotAdapter.json_to_event(clean.payload)
+    if event is None:
+        raise FrameError(f"unreadable event: {excerpt(text)}")
+    if clean.repairs:
+        log.warning(
+            "bot {}: malformed parts of event {} repaired ({}): {}",
+            self_id,
+            excerpt(str(payload.get("message_id", payload.get("post_type"))), 40),
+            excerpt("; ".join(dict.fromkeys(clean.repairs)), 200),
+            excerpt(text),
+        )
+    return event
+
+
 def _log_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
         log.opt(exception=exc).error("event handling failed: {!r}", exc)
 
 
-def _decode(data: str | bytes) -> dict[str, Any]:
+def _text(data: str | bytes) -> str:
     if isinstance(data, bytes):
         try:
-            data = data.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError:
             raise FrameError(f"binary frame that is not UTF-8 ({len(data)} bytes)") from None
+    return data
+
+
+def _decode(text: str) -> dict[str, Any]:
     try:
-        payload = json.loads(data)
+        payload = json.loads(text)
     except ValueError:
-        raise FrameError(f"malformed JSON: {excerpt(data)}") from None
+        raise FrameError(f"malformed JSON: {excerpt(text)}") from None
+    except RecursionError:
+        raise FrameError(f"JSON nested too deep to read: {excerpt(text)}") from None
     if not isinstance(payload, dict):
-        raise FrameError(f"JSON that is not an object: {excerpt(data)}")
+        raise FrameError(f"JSON that is not an object: {excerpt(text)}")
     return payload

@@ -10,7 +10,7 @@ caller writes the audit event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +57,21 @@ class _Probe:
     capabilities: frozenset[Capability]
 
 
+# The group a temporary private chat came through, or None (see pallas/store/members.py).
+TempChatRoute = Callable[[StreamKey], Awaitable[str | None]]
+
+
+async def no_temp_chats(stream: StreamKey) -> str | None:
+    return None
+
+
 class OneBotOutlet:
-    def __init__(self, recorder: Recorder, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, recorder: Recorder, clock: Clock = utc_now, route: TempChatRoute = no_temp_chats
+    ) -> None:
         self._recorder = recorder
         self._clock = clock
+        self._route = route
         # One entry per bot account (bounded); a reconnect makes a new Bot object, so the
         # identity check below asks the new connection again.
         self._probes: dict[str, _Probe] = {}
@@ -85,7 +96,10 @@ class OneBotOutlet:
         if quote is not None:
             segments = (Segment(SegmentKind.REPLY, target=quote), *segments)
         try:
-            return await send_and_record(bot, self._recorder, stream, segments, self._clock)
+            via_group = await self._route(stream)
+            return await send_and_record(
+                bot, self._recorder, stream, segments, self._clock, via_group
+            )
         except TimeoutError as exc:
             logger.warning("send to {} timed out: {!r}", _where(stream), exc)
             return None

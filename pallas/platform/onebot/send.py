@@ -15,7 +15,15 @@ from loguru import logger
 from nonebot.adapters.onebot.v11 import Bot
 from nonebot.exception import AdapterException
 
-from pallas.core.inbound import InboundMessage, Segment, SegmentKind, Sender, StreamKey, StreamKind
+from pallas.core.inbound import (
+    InboundMessage,
+    Segment,
+    SegmentKind,
+    Sender,
+    StreamKey,
+    StreamKind,
+    poke_id,
+)
 from pallas.core.text import excerpt, render_plain_text
 from pallas.platform.onebot.outbound import UnsendableSegmentError, to_onebot_message
 
@@ -32,12 +40,20 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-async def send_message(bot: Bot, stream: StreamKey, segments: Sequence[Segment]) -> str | None:
-    """Send to a group or private chat; the platform message id, or None if not sent."""
+async def send_message(
+    bot: Bot, stream: StreamKey, segments: Sequence[Segment], via_group: str | None = None
+) -> str | None:
+    """Send to a group or private chat; the platform message id, or None if not sent.
+
+    `via_group`: the group a temporary private chat came through. NapCat needs it to route
+    a message to someone who is not a friend.
+    """
     if stream.kind is StreamKind.GROUP:
         action, target = "send_group_msg", {"group_id": int(stream.external_id)}
     else:
         action, target = "send_private_msg", {"user_id": int(stream.external_id)}
+        if via_group is not None:
+            target["group_id"] = int(via_group)
     try:
         data = await bot.call_api(action, **target, message=to_onebot_message(segments))
     except (AdapterException, UnsendableSegmentError) as exc:
@@ -70,8 +86,9 @@ async def send_and_record(
     stream: StreamKey,
     segments: Sequence[Segment],
     clock: Clock = utc_now,
+    via_group: str | None = None,
 ) -> str | None:
-    message_id = await send_message(bot, stream, segments)
+    message_id = await send_message(bot, stream, segments, via_group)
     if message_id is not None:
         await recorder.accept(own_message(stream, tuple(segments), message_id, clock()))
     return message_id
@@ -122,7 +139,7 @@ def own_poke(stream: StreamKey, target: str, time: datetime) -> InboundMessage:
     return InboundMessage(
         stream=stream,
         sender=Sender(user_id=stream.self_id),
-        platform_message_id=f"poke:{stream.self_id}:{target}:{int(time.timestamp())}",
+        platform_message_id=poke_id(stream.self_id, target, int(time.timestamp())),
         time=time,
         segments=(segment,),
         text=segment.text,

@@ -22,6 +22,7 @@ from nonebot.adapters.onebot.v11 import (
 from nonebot.compat import model_dump, type_validate_python
 
 from pallas.core.inbound import (
+    GroupNotice,
     InboundEvent,
     InboundMessage,
     MemberChange,
@@ -31,9 +32,11 @@ from pallas.core.inbound import (
     Sender,
     StreamKey,
     StreamKind,
+    poke_id,
 )
 from pallas.core.text import render_plain_text
 from pallas.platform.onebot import PLATFORM
+from pallas.platform.onebot.group_notices import UnreadableNoticeError, read_group_notice
 from pallas.platform.onebot.segments import convert_segments
 
 
@@ -98,7 +101,10 @@ def _expected_model(event: Event) -> type[Event] | None:
 
 
 def _time(seconds: int) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):  # frames.py repairs these on the wire
+        return datetime.now(UTC)
 
 
 def _stream(self_id: int, kind: StreamKind, external_id: int | str) -> StreamKey:
@@ -115,6 +121,7 @@ def _message(event: MessageEvent, *, from_bot: bool) -> Translation:
             user_id=str(event.user_id),
             nickname=event.sender.nickname or "",
             card=event.sender.card or "",
+            role=event.sender.role or "",
         ),
         platform_message_id=str(event.message_id),
         time=_time(event.time),
@@ -125,8 +132,26 @@ def _message(event: MessageEvent, *, from_bot: bool) -> Translation:
         mentions_all=any(s.kind is SegmentKind.AT_ALL for s in segments),
         from_bot=from_bot,
         truncated=converted.truncated,
+        stream_name=_string_field(event, "group_name"),
+        via_group=_temp_chat_group(event),
     )
     return Translation(msg, converted.unknown_types)
+
+
+def _string_field(event: Event, name: str) -> str:
+    value = getattr(event, name, "")
+    return value if isinstance(value, str) else ""
+
+
+def _temp_chat_group(event: MessageEvent) -> str | None:
+    """The group a temporary private chat came through (NapCat: sub_type "group")."""
+    if isinstance(event, GroupMessageEvent) or getattr(event, "sub_type", "") != "group":
+        return None
+    group_id = getattr(event, "group_id", None)
+    if isinstance(group_id, bool) or not isinstance(group_id, int | str):
+        return None
+    group = str(group_id)
+    return group if group.isdigit() and group != "0" else None
 
 
 def _message_stream(event: MessageEvent, from_bot: bool) -> StreamKey:
@@ -173,17 +198,28 @@ def _notice(event: NoticeEvent) -> InboundEvent | None:
             time=_time(event.time),
             sub_type=event.sub_type,
         )
-    return None  # other notices (uploads, bans, honours...) are not part of the timeline
+    return _group_notice(event)
+
+
+def _group_notice(event: NoticeEvent) -> GroupNotice | None:
+    """Essence, cards, bans, titles...; None for notices outside the timeline."""
+    try:
+        return read_group_notice(model_dump(event))
+    except UnreadableNoticeError as exc:
+        raise UnsupportedEventError(str(exc)) from None
 
 
 def _poke(event: PokeNotifyEvent) -> InboundMessage:
-    from_bot = event.user_id == event.self_id
     if event.group_id:
+        poker = event.user_id
         stream = _stream(event.self_id, StreamKind.GROUP, event.group_id)
     else:
-        stream = _stream(
-            event.self_id, StreamKind.PRIVATE, event.target_id if from_bot else event.user_id
-        )
+        # A friend poke: NapCat names the chat partner in user_id and the poker in sender_id.
+        sender_id = getattr(event, "sender_id", None)
+        poker = sender_id if isinstance(sender_id, int) and sender_id else event.user_id
+        partner = event.user_id if event.user_id != event.self_id else event.target_id
+        stream = _stream(event.self_id, StreamKind.PRIVATE, partner)
+    from_bot = poker == event.self_id
     target = str(event.target_id)
     # Synthetic text: ids only, so the bot's name can never appear in it.
     segment = Segment(
@@ -191,8 +227,8 @@ def _poke(event: PokeNotifyEvent) -> InboundMessage:
     )
     return InboundMessage(
         stream=stream,
-        sender=Sender(user_id=str(event.user_id)),
-        platform_message_id=f"poke:{event.user_id}:{target}:{event.time}",
+        sender=Sender(user_id=str(poker)),
+        platform_message_id=poke_id(str(poker), target, event.time),
         time=_time(event.time),
         segments=(segment,),
         text=segment.text,

@@ -71,7 +71,7 @@ def test_nickname_at_the_start_is_kept_in_the_text() -> None:
         ),
         (
             {"type": "mface", "data": {"summary": "[开心]", "url": "u"}},
-            SegmentKind.IMAGE,
+            SegmentKind.MARKET_FACE,
             "[表情包:开心]",
         ),
         ({"type": "record", "data": {"file": "a.amr"}}, SegmentKind.RECORD, "[语音]"),
@@ -159,17 +159,18 @@ def test_meta_requests_and_other_notices_record_nothing() -> None:
     heartbeat = parse(
         {"post_type": "meta_event", "meta_event_type": "heartbeat", "status": {}, "interval": 5000}
     )
-    upload = parse(
+    profile_like = parse(
         {
             "post_type": "notice",
-            "notice_type": "group_upload",
-            "group_id": 1,
-            "user_id": 2,
-            "file": {"id": "f", "name": "n", "size": 1, "busid": 0},
+            "notice_type": "notify",
+            "sub_type": "profile_like",
+            "operator_id": 2,
+            "operator_nick": "n",
+            "times": 1,
         }
     )
     assert translate_event(heartbeat).event is None
-    assert translate_event(upload).event is None
+    assert translate_event(profile_like).event is None
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ reply, repair), so they all reason over the same picture.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -19,7 +20,12 @@ from pallas.product.llm.kernel.trigger import SpeakTrigger
 from pallas.product.llm.kernel.turn import Turn
 from pallas.product.llm.tools.skills import SkillBook
 from pallas.providers.estimate import estimate_tokens
-from pallas.store.conversation import WindowLine, stream_info, window_up_to
+from pallas.store.conversation import (
+    WindowLine,
+    names_in_stream,
+    stream_info,
+    window_up_to,
+)
 
 BATCH_TEXT_CHARS = 2_000  # one message of the batch, as shown to the model
 CONTEXT_TEXT_CHARS = 500  # one older message
@@ -53,6 +59,7 @@ class ContextLine:
     reply_to: int | None  # our id of the quoted message, when it is in the window
     is_poke: bool
     recalled: bool
+    role: str = ""  # owner / admin in a group; empty for members and when unknown
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,8 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
     window = await window_up_to(
         deps.engine, turn.stream_id, turn.watermark, turn.timeline_size + len(batch_ids)
     )
-    lines = to_context_lines(window, frozenset(batch_ids))
+    names = await mention_names(deps.engine, turn, window, deps.persona.name)
+    lines = to_context_lines(window, frozenset(batch_ids), names)
     info = await stream_info(deps.engine, turn.stream_id)
     blocks = [block for source in deps.sources if (block := await source.fetch(turn))]
     kept_lines, kept_blocks = fit_to_budget(lines, blocks, deps.token_budget)
@@ -133,8 +141,20 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
     )
 
 
+async def mention_names(
+    engine: AsyncEngine, turn: Turn, window: Sequence[WindowLine], bot_name: str
+) -> dict[str, str]:
+    """The names to show for the ids @-mentioned in the window (the platform gives ids)."""
+    wanted = {uid for line in window for uid in line.mentions} - {turn.stream.self_id}
+    names = await names_in_stream(engine, turn.stream_id, wanted)
+    names[turn.stream.self_id] = bot_name
+    return names
+
+
 def to_context_lines(
-    window: Sequence[WindowLine], batch_ids: frozenset[int]
+    window: Sequence[WindowLine],
+    batch_ids: frozenset[int],
+    names: Mapping[str, str] | None = None,
 ) -> tuple[ContextLine, ...]:
     by_platform_id = {line.platform_message_id: line.message_id for line in window}
     return tuple(
@@ -144,21 +164,33 @@ def to_context_lines(
             speaker=line.speaker or f"用户{line.user_id[-4:]}",
             user_id=line.user_id,
             from_bot=line.from_bot,
-            text=_shown_text(line, line.message_id in batch_ids),
+            text=_shown_text(line, line.message_id in batch_ids, names or {}),
             time=line.time,
             in_batch=line.message_id in batch_ids,
             reply_to=by_platform_id.get(line.reply_to) if line.reply_to else None,
             is_poke=line.is_poke,
             recalled=line.recalled,
+            role=line.role if line.role in ("owner", "admin") else "",
         )
         for line in window
     )
 
 
-def _shown_text(line: WindowLine, in_batch: bool) -> str:
+def _shown_text(line: WindowLine, in_batch: bool, names: Mapping[str, str]) -> str:
+    if line.recalled:
+        return "(已撤回)"
+    text = named_mentions(line.text, line.mentions, names)
     limit = BATCH_TEXT_CHARS if in_batch else CONTEXT_TEXT_CHARS
-    text = line.text if len(line.text) <= limit else f"{line.text[:limit]}…(后略)"
-    return "(已撤回)" if line.recalled else text
+    return text if len(text) <= limit else f"{text[:limit]}…(后略)"
+
+
+def named_mentions(text: str, mentions: Sequence[str], names: Mapping[str, str]) -> str:
+    """"@1234500001" -> "@阿四" for every mentioned id whose name is known."""
+    for user_id in mentions:
+        name = names.get(user_id)
+        if name:
+            text = re.sub(rf"@{re.escape(user_id)}(?!\d)", lambda _m, n=name: f"@{n}", text)
+    return text
 
 
 def present_people(lines: Sequence[ContextLine]) -> tuple[str, ...]:

@@ -154,12 +154,17 @@ def _line_object(line: ContextLine, bot_name: str) -> dict[str, Any]:
     }
     if not line.from_bot:
         item["uid"] = line.user_id
+    if line.role:
+        item["身份"] = _ROLE_NAMES[line.role]
     if line.reply_to is not None:
         item["回复"] = line.reply_to
     item["内容"] = "[戳了戳]" if line.is_poke and not line.text else line.text
     if line.in_batch:
         item["新"] = True
     return item
+
+
+_ROLE_NAMES = {"owner": "群主", "admin": "管理员"}
 
 
 def _quoted(value: object) -> str:
