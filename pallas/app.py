@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
+from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.product.llm.agent.config import load_agent_config
 from pallas.product.llm.agent.setup import build_agent_handler
@@ -82,6 +83,7 @@ class Runtime:
     tools: ToolSetup
     dispatcher: OutboxDispatcher
     outbox: OutboxStore
+    lookups: PlatformLookups
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -155,6 +157,7 @@ class Runtime:
             tools=tools,
             dispatcher=dispatcher,
             outbox=outbox,
+            lookups=PlatformLookups(ingress),
         )
 
     @property

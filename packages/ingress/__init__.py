@@ -16,7 +16,9 @@ from packages._runtime import current_runtime
 from pallas.core.inbound import InboundMessage
 from pallas.core.text import describe_inbound, excerpt
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
+from pallas.platform.onebot.lookups import forwards_to_fetch
 from pallas.platform.onebot.translate import UnsupportedEventError, translate_event
+from pallas.store.identities import unknown_user_ids
 
 __plugin_meta__ = PluginMetadata(
     name="ingress",
@@ -54,8 +56,21 @@ async def persist_inbound(bot: Bot, event: Event) -> bool:
         )
     if isinstance(inbound, InboundMessage) and inbound.truncated:
         logger.warning("oversized message truncated: {}", describe_inbound(inbound))
-    result = await current_runtime().ingress.accept(inbound)
+    runtime = current_runtime()
+    result = await runtime.ingress.accept(inbound)
+    if result.stored is not None and isinstance(inbound, InboundMessage):
+        await _fill_in_later(bot, inbound)
     return result.should_continue
+
+
+async def _fill_in_later(bot: Bot, msg: InboundMessage) -> None:
+    """Forward content and the names of unknown @-mentioned members, fetched off this path."""
+    others = [user for user in msg.mentions if user != msg.stream.self_id]
+    if not others and not forwards_to_fetch(msg):
+        return
+    runtime = current_runtime()
+    unknown = await unknown_user_ids(runtime.engine, msg.stream.platform, others)
+    runtime.lookups.fill_in(bot, msg, unknown)
 
 
 def _summary(event: Event) -> str:

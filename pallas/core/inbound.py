@@ -189,4 +189,25 @@ class GroupNotice:
     message_id: str | None = None
 
 
-InboundEvent = InboundMessage | Recall | MemberChange | GroupNotice
+@dataclass(frozen=True)
+class MemberProfile:
+    """What the platform says of a group member when asked (someone @-mentioned, say)."""
+
+    stream: StreamKey
+    user_id: str
+    nickname: str
+    card: str = ""
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class ForwardContent:
+    """A forwarded conversation's first lines, fetched after the message that carried it."""
+
+    stream: StreamKey
+    platform_message_id: str  # the message with the forward segment
+    forward_id: str
+    summary: str
+
+
+InboundEvent = InboundMessage | Recall | MemberChange | GroupNotice | MemberProfile | ForwardContent

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.models import Identity, Person, Stream
@@ -143,6 +143,21 @@ class PersonResolver:
                 user = KnownUser(user.person_id, name)
             refreshed[key] = user
         return refreshed
+
+
+async def unknown_user_ids(
+    engine: AsyncEngine, platform: str, user_ids: Iterable[str]
+) -> set[str]:
+    """The ids among `user_ids` the store has never seen."""
+    wanted = set(user_ids)
+    if not wanted:
+        return set()
+    query = select(Identity.user_id).where(
+        Identity.platform == platform, Identity.user_id.in_(wanted)
+    )
+    async with engine.connect() as conn:
+        known = set((await conn.execute(query)).scalars())
+    return wanted - known
 
 
 def _stream_row(key: StreamKey, now: datetime) -> dict[str, object]:

@@ -110,13 +110,24 @@ class GroupDirectory:
         self._pending_streams.pop(sid, None)
         self._streams.discard(sid)
 
+    async def record_profile(
+        self, conn: AsyncConnection, sid: int, pid: int, card: str, role: str, now: datetime
+    ) -> None:
+        """What the platform said of a member when asked."""
+        await self._learn(conn, sid, pid, card, role, now)
+
     async def _learn_member(
         self, conn: AsyncConnection, msg: InboundMessage, sid: int, pid: int, now: datetime
     ) -> None:
+        await self._learn(conn, sid, pid, msg.sender.card, msg.sender.role, now)
+
+    async def _learn(
+        self, conn: AsyncConnection, sid: int, pid: int, card: str, role: str, now: datetime
+    ) -> None:
         key = (sid, pid)
         known = self._pending_members.get(key) or self._members.get(key)
-        role = msg.sender.role[:_ROLE_CHARS]
-        wanted = MemberFacts(msg.sender.card[:_NAME_CHARS], role or (known.role if known else ""))
+        role = role[:_ROLE_CHARS]
+        wanted = MemberFacts(card[:_NAME_CHARS], role or (known.role if known else ""))
         if wanted == known:
             return
         values: dict[str, Any] = {"stream_id": sid, "person_id": pid, "card": wanted.card}

@@ -16,13 +16,16 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import (
+    ForwardContent,
     GroupNotice,
     InboundEvent,
     InboundMessage,
     MemberChange,
+    MemberProfile,
     NoticeKind,
     Recall,
 )
+from pallas.store.forwards import fill_in_forward
 from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
 from pallas.store.members import GroupDirectory
@@ -124,6 +127,12 @@ def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
         elif isinstance(item, GroupNotice):
             if _names_someone(item.user_id):
                 users.setdefault(UserKey(platform, item.user_id), "")
+        elif isinstance(item, MemberProfile):
+            key = UserKey(platform, item.user_id)
+            if item.nickname or key not in users:
+                users[key] = item.nickname
+        elif isinstance(item, ForwardContent):
+            continue
         else:
             users.setdefault(UserKey(platform, item.user_id), "")
     return users
@@ -173,6 +182,12 @@ class _Batch:
                 outcomes.append(await self._recall(item))
             elif isinstance(item, GroupNotice):
                 outcomes.append(await self._group_notice(item))
+            elif isinstance(item, MemberProfile):
+                outcomes.append(await self._member_profile(item))
+            elif isinstance(item, ForwardContent):
+                stream_id = self._streams[item.stream]
+                message_id = await fill_in_forward(self._conn, stream_id, item)
+                outcomes.append(NoticeWritten(stream_id, None, message_id))
             else:
                 outcomes.append(self._member_change(item))
         if self._events:
@@ -319,6 +334,14 @@ class _Batch:
             payload=payload,
         )
         return NoticeWritten(stream_id, person_id, message_id)
+
+    async def _member_profile(self, profile: MemberProfile) -> NoticeWritten:
+        stream_id = self._streams[profile.stream]
+        person_id = self._person(profile.stream.platform, profile.user_id)
+        await self._groups.record_profile(
+            self._conn, stream_id, person_id, profile.card, profile.role, self._now
+        )
+        return NoticeWritten(stream_id, person_id)
 
     async def _message_by_platform_id(self, stream_id: int, platform_id: str | None) -> int | None:
         if platform_id is None:

@@ -39,6 +39,21 @@ def _to_onebot_segment(segment: Segment) -> MessageSegment:
             return MessageSegment.face(int(segment.target))
         case SegmentKind.IMAGE if segment.media is not None:
             return MessageSegment.image(segment.media.url or segment.media.file)
+        case SegmentKind.MARKET_FACE if segment.detail_value("key"):
+            # NapCat sends a market face from these four fields (types/message.ts, mface).
+            return MessageSegment(
+                "mface",
+                {
+                    "emoji_package_id": _number(segment.detail_value("emoji_package_id")),
+                    "emoji_id": segment.detail_value("emoji_id"),
+                    "key": segment.detail_value("key"),
+                    "summary": segment.detail_value("summary") or segment.text,
+                },
+            )
         case SegmentKind.RECORD if segment.media is not None:
             return MessageSegment.record(segment.media.url or segment.media.file)
     raise UnsendableSegmentError(f"cannot send a {segment.kind} segment: {segment!r}")
+
+
+def _number(value: str) -> int | str:
+    return int(value) if value.isdigit() else value

@@ -17,7 +17,9 @@ REPEAT_WINDOW = 20
 
 # What the bot echoes back. Not @-mentions: repeating one would ping someone on another
 # member's behalf (and @all never); not cards, files or voice: they do not resend cleanly.
-_REPEATABLE = frozenset({SegmentKind.TEXT, SegmentKind.FACE, SegmentKind.IMAGE})
+_REPEATABLE = frozenset(
+    {SegmentKind.TEXT, SegmentKind.FACE, SegmentKind.IMAGE, SegmentKind.MARKET_FACE}
+)
 
 ContentKey = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -77,7 +79,7 @@ def _identity(segment: Segment) -> str:
     """Two images share a label ("[图片]"); the file tells stickers apart."""
     if segment.kind is SegmentKind.IMAGE and segment.media is not None:
         return segment.media.file
-    if segment.kind in (SegmentKind.FACE, SegmentKind.AT):
+    if segment.kind in (SegmentKind.FACE, SegmentKind.AT, SegmentKind.MARKET_FACE):
         return segment.target or ""
     return ""
 
@@ -100,6 +102,7 @@ def _resendable(line: RecentLine) -> bool:
         seg.kind in _REPEATABLE
         and (seg.kind is not SegmentKind.IMAGE or _has_source(seg))
         and (seg.kind is not SegmentKind.FACE or bool(seg.target))
+        and (seg.kind is not SegmentKind.MARKET_FACE or bool(seg.detail_value("key")))
         for seg in parts
     )
 

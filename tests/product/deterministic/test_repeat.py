@@ -26,6 +26,17 @@ def image(person: int, file: str = "sticker-1.gif") -> RecentLine:
     return RecentLine(person, False, "[动画表情]", (segment,))
 
 
+def market_face(person: int, emoji_id: str = "e1") -> RecentLine:
+    segment = Segment(
+        SegmentKind.MARKET_FACE,
+        text="[表情包:开心]",
+        target=emoji_id,
+        raw_type="mface",
+        detail=(("emoji_id", emoji_id), ("emoji_package_id", "1"), ("key", "k")),
+    )
+    return RecentLine(person, False, segment.text, (segment,))
+
+
 def poke(person: int) -> RecentLine:
     segment = Segment(SegmentKind.OTHER, text="[戳一戳 → 1]", target="1", raw_type="poke")
     return RecentLine(person, False, segment.text, (segment,), is_poke=True)
@@ -46,6 +57,7 @@ REPEATS: list[tuple[str, list[RecentLine]]] = [
     ),
     ("surrounding whitespace does not matter", [said(A, "草 "), said(B, "草")]),
     ("the same sticker twice", [image(A), image(B)]),
+    ("the same market face twice, repeated as a market face", [market_face(A), market_face(B)]),
     (
         "an earlier, finished run the bot joined",
         [said(A), said(B), said(BOT), said(C, "新"), said(A, "新")],
@@ -76,6 +88,7 @@ SILENT: list[tuple[str, list[RecentLine]]] = [
     ("a recalled first message does not count", [said(A, recalled=True), said(B)]),
     ("empty text", [said(A, " "), said(B, " ")]),
     ("different stickers share a label", [image(A, "a.gif"), image(B, "b.gif")]),
+    ("different market faces share a label", [market_face(A, "e1"), market_face(B, "e2")]),
     ("a sticker and its label typed as text", [said(A, "[动画表情]"), image(B)]),
     ("a run broken by other talk", [said(A), said(C, "插一句"), said(B)]),
     (
