@@ -163,6 +163,23 @@ async def test_send_to_a_private_chat(
     assert [r.platform_message_id for r in recorder.items] == [message_id]
 
 
+async def test_11_a_reply_in_a_temporary_chat_names_the_group_it_came_through(
+    connect: Any, recorder: Recorder
+) -> None:
+    napcat = await connect()
+    routes = {private(napcat, "43"): "500"}
+
+    async def route(stream: StreamKey) -> str | None:
+        return routes.get(stream)
+
+    outlet = OneBotOutlet(recorder, clock=lambda: NOW, route=route)
+    assert await outlet.send(private(napcat, "43"), [Segment(SegmentKind.TEXT, text="好的")])
+    assert await outlet.send(private(napcat, "42"), [Segment(SegmentKind.TEXT, text="嗯")])
+    temp, friend = napcat.calls_to("send_private_msg")
+    assert (temp["user_id"], temp["group_id"]) == (43, 500)
+    assert friend["user_id"] == 42 and "group_id" not in friend
+
+
 @pytest.mark.parametrize("kind", [StreamKind.GROUP, StreamKind.PRIVATE])
 async def test_a_quoted_send_starts_with_a_reply_segment(
     connect: Any, outlet: OneBotOutlet, recorder: Recorder, kind: StreamKind
