@@ -180,6 +180,8 @@ def _shown_text(line: WindowLine, in_batch: bool, names: Mapping[str, str]) -> s
     if line.recalled:
         return "(已撤回)"
     text = named_mentions(line.text, line.mentions, names)
+    if line.is_poke and line.mentions and line.mentions[0] in names:
+        text = f"[戳一戳 → {names[line.mentions[0]]}]"  # the stored text names ids only
     limit = BATCH_TEXT_CHARS if in_batch else CONTEXT_TEXT_CHARS
     return text if len(text) <= limit else f"{text[:limit]}…(后略)"
 

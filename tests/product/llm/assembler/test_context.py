@@ -10,9 +10,12 @@ from pallas.product.llm.assembler.context import (
     ContextLine,
     fit_to_budget,
     line_tokens,
+    named_mentions,
     present_people,
+    to_context_lines,
 )
 from pallas.product.llm.delivery import should_quote
+from pallas.store.conversation import WindowLine
 
 T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -57,3 +60,26 @@ def test_the_quote_rule() -> None:
     assert not should_quote(StreamKind.GROUP, 12, newest_id=12)
     assert not should_quote(StreamKind.GROUP, None, newest_id=12)
     assert not should_quote(StreamKind.PRIVATE, 10, newest_id=12)
+
+
+def window_line(text: str, mentions: tuple[str, ...], *, is_poke: bool = False) -> WindowLine:
+    return WindowLine(
+        1, "p1", 5, "四号", "42", False, text, T, None, is_poke, False, "admin", mentions
+    )
+
+
+def test_mentions_and_poke_targets_are_shown_by_name() -> None:
+    names = {"43": "小三", "10000": "帕拉斯"}
+    (line,) = to_context_lines(
+        [window_line("@10000 问问@43 和 @430 去不去", ("10000", "43", "430"))], frozenset(), names
+    )
+    assert line.text == "@帕拉斯 问问@小三 和 @430 去不去"  # 430 is unknown: its number stays
+    assert line.role == "admin" and line.speaker == "四号"
+    (poke,) = to_context_lines(
+        [window_line("[戳一戳 → 43]", ("43",), is_poke=True)], frozenset(), names
+    )
+    assert poke.text == "[戳一戳 → 小三]"
+
+
+def test_a_name_that_looks_like_a_pattern_is_inserted_literally() -> None:
+    assert named_mentions("@43 好", ("43",), {"43": r"\1 $&"}) == r"@\1 $& 好"
