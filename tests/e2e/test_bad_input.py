@@ -121,7 +121,8 @@ async def test_segment_without_data_is_read_leniently(
     await napcat.send_event(event)
     rows = await wait_for(lambda: timeline.messages(event["message_id"]), what="message")
     assert rows[0]["text"] == "其余照常"
-    await _warned(running_bot, f"could not read mentions of message {event['message_id']}")
+    # A segment without data is read as empty data before any model sees it: no fault left.
+    assert f"could not read mentions of message {event['message_id']}" not in running_bot.log()
     assert "Task exception was never retrieved" not in running_bot.log()
     await _still_serving(napcat, timeline, 8010)
 
