@@ -17,6 +17,7 @@ from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
 from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.napcat_corpus import corpus_frame
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_001
@@ -141,3 +142,16 @@ async def test_a_reaction_goes_through_napcat_once_it_reported_the_capability(
     offered = {tool["function"]["name"] for tool in request.body["tools"]}
     assert {"react", "poke", "silent"} <= offered  # NapCat reported both capabilities
     assert any(c["action"] == "get_version_info" for c in napcat.api_calls)
+
+
+async def test_a_temporary_chat_is_answered_through_the_group_it_came_from(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    model.script(MODEL, Reply("", (ToolCallSpec("reply", '{"text": "发你了"}'),)))
+    event = corpus_frame("message_private_temp")  # NapCat's shape: sub_type "group", group_id
+    event.update(self_id=SELF_ID, message_id=next_message_id())
+    await napcat.send_event(event)
+
+    await wait_for(lambda: napcat.calls_to("send_private_msg"), timeout=15, what="the reply sent")
+    (params,) = napcat.calls_to("send_private_msg")
+    assert (params["user_id"], params["group_id"]) == (event["user_id"], event["group_id"])

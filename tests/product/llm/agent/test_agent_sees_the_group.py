@@ -61,7 +61,7 @@ def user_prompt(model_server: FakeModelServer) -> str:
 async def test_the_prompt_shows_the_group_name_cards_at_names_face_names_and_roles(
     runtime: Runtime, model_server: FakeModelServer
 ) -> None:
-    model_server.script(MODEL, Reply("", (ToolCallSpec("silent", '{"reason": "看看"}'),)))
+    model_server.script(MODEL, Reply("", (ToolCallSpec("reply", '{"text": "好"}'),)))
     # The admin (43, card "") speaks first, so the store knows them; then the owner is named
     # by a member profile, as a get_group_member_info answer would name them.
     admin_says = frame_message(
