@@ -31,7 +31,7 @@ from nonebot.message import handle_event
 from typing_extensions import override
 
 from pallas.core.text import excerpt
-from pallas.platform.onebot.frames import clean_event, may_hold_surrogates
+from pallas.platform.onebot.frames import MAX_DEPTH, clean_event, flatten_deep_json
 
 REVERSE_WS_PATHS = ("/onebot/v11/ws", "/onebot/v11/ws/", "/onebot/v11/")
 FRAME_TOO_BIG = 1009  # WebSocket close code for a message over the server's size limit
@@ -186,7 +186,7 @@ def read_event_frame(data: str | bytes, self_id: str, *, now_s: int) -> Event | 
     fault is repaired where it can be (see frames.py), with one warning line naming it.
     """
     text = _text(data)
-    payload = _decode(text)
+    payload, flattened = _decode(text)
     if "post_type" not in payload:
         PallasOneBotAdapter._result_store.add_result(payload)  # matched by echo
         return None
@@ -196,16 +196,18 @@ def read_event_frame(data: str | bytes, self_id: str, *, now_s: int) -> Event | 
             f"event for unknown bot id {excerpt(frame_self_id, 40)!r} on the connection of "
             f"{self_id}: {excerpt(text)}"
         )
-    clean = clean_event(payload, now_s=now_s, surrogates=may_hold_surrogates(text))
+    clean = clean_event(payload, text=text, now_s=now_s)
     event = PallasOneBotAdapter.json_to_event(clean.payload)
     if event is None:
         raise FrameError(f"unreadable event: {excerpt(text)}")
-    if clean.repairs:
+    repairs = (f"parts nested over {MAX_DEPTH} levels cut",) if flattened else ()
+    repairs += clean.repairs
+    if repairs:
         log.warning(
             "bot {}: malformed parts of event {} repaired ({}): {}",
             self_id,
             excerpt(str(payload.get("message_id", payload.get("post_type"))), 40),
-            excerpt("; ".join(dict.fromkeys(clean.repairs)), 200),
+            excerpt("; ".join(dict.fromkeys(repairs)), 200),
             excerpt(text),
         )
     return event
@@ -225,13 +227,22 @@ def _text(data: str | bytes) -> str:
     return data
 
 
-def _decode(text: str) -> dict[str, Any]:
+def _decode(text: str) -> tuple[dict[str, Any], bool]:
+    """The frame's JSON object, and whether parts too deep to decode had to be cut."""
+    flattened = False
     try:
         payload = json.loads(text)
     except ValueError:
         raise FrameError(f"malformed JSON: {excerpt(text)}") from None
     except RecursionError:
-        raise FrameError(f"JSON nested too deep to read: {excerpt(text)}") from None
+        payload, flattened = _decode_flattened(text), True
     if not isinstance(payload, dict):
         raise FrameError(f"JSON that is not an object: {excerpt(text)}")
-    return payload
+    return payload, flattened
+
+
+def _decode_flattened(text: str) -> Any:
+    try:
+        return json.loads(flatten_deep_json(text))
+    except (ValueError, RecursionError):
+        raise FrameError(f"JSON nested too deep to read: {excerpt(text)}") from None

@@ -23,13 +23,14 @@ UNREADABLE_SEGMENT = "pallas_unreadable"  # the type given to a segment that cou
 MAX_DEPTH = 40  # deeper containers become a placeholder (nested forwards stay well inside)
 MAX_TIME = 253_402_300_799  # 9999-12-31: the last second a datetime can hold
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _CUT = "[…]"
 
 # Top-level fields the adapter's models read as integers: required ones stay (a message
 # without its ids is unreadable), optional ones go when they are not numbers.
 _REQUIRED_INTS = ("self_id", "message_id", "user_id", "group_id")
 _OPTIONAL_INTS = ("target_id", "real_id", "message_seq", "sender_id", "operator_id", "temp_source")
-_MESSAGE_STRINGS = ("raw_message", "group_name", "message_format", "real_seq")
+_MESSAGE_STRINGS = ("group_name", "message_format", "real_seq")
 _SENDER_STRINGS = ("nickname", "card", "role", "sex", "area", "level", "title")
 _SENDER_INTS = ("user_id", "age")
 
@@ -40,21 +41,17 @@ class CleanFrame:
     repairs: tuple[str, ...]  # what was fixed, for the log; empty for a well-formed frame
 
 
-def may_hold_surrogates(text: str) -> bool:
-    """Whether the JSON text escapes a UTF-16 surrogate (a broken emoji, or a valid pair)."""
-    return _ESCAPED_SURROGATE.search(text) is not None
+def clean_event(payload: dict[str, Any], *, text: str, now_s: int) -> CleanFrame:
+    """The payload (decoded from `text`) with its readable parts in the shapes the models
+    expect. `now_s` stands in for a timestamp that cannot be one.
 
-
-def clean_event(payload: dict[str, Any], *, now_s: int, surrogates: bool) -> CleanFrame:
-    """The payload with its readable parts in the shapes the models expect.
-
-    `now_s` stands in for a timestamp that cannot be one; `surrogates` says whether strings
-    may hold lone surrogates (see may_hold_surrogates), which no database can store.
+    The frame's text tells cheaply whether the costlier walks are needed: a lone surrogate can
+    only come from a JSON escape, and nesting is bounded by the number of opening brackets.
     """
     repairs: list[str] = []
-    if surrogates and _fix_surrogates(payload):
+    if _ESCAPED_SURROGATE.search(text) and _fix_surrogates(payload):
         repairs.append("lone surrogates replaced")
-    if _bracket_count(payload) > MAX_DEPTH and _cut_deep(payload):
+    if text.count("{") + text.count("[") > MAX_DEPTH and _cut_deep(payload):
         repairs.append(f"parts nested over {MAX_DEPTH} levels cut")
     _fix_time(payload, now_s, repairs)
     _fix_ints(payload, repairs)
@@ -63,6 +60,27 @@ def clean_event(payload: dict[str, Any], *, now_s: int, surrogates: bool) -> Cle
         if "message" in payload:
             payload["message"] = _clean_segments(payload["message"], repairs)
     return CleanFrame(payload, tuple(repairs))
+
+
+def flatten_deep_json(text: str, limit: int = MAX_DEPTH) -> str:
+    """The JSON text with every container deeper than `limit` replaced by a placeholder
+    string, for a frame too deep for the decoder. Iterative: strings are skipped whole, so a
+    bracket inside a string never counts."""
+    pieces: list[str] = []
+    depth, kept_to, cut_from = 0, 0, -1
+    for token in _JSON_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth == limit + 1 and cut_from < 0:
+                cut_from = token.start()
+        elif mark in "]}":
+            if depth == limit + 1 and cut_from >= 0:
+                pieces += [text[kept_to:cut_from], f'"{_CUT}"']
+                kept_to, cut_from = token.end(), -1
+            depth -= 1
+    pieces.append(text[kept_to:])
+    return "".join(pieces)
 
 
 # -- strings -------------------------------------------------------------------------------
@@ -102,21 +120,6 @@ def _fix_surrogates(root: dict[str, Any]) -> bool:
 
 
 # -- depth ---------------------------------------------------------------------------------
-
-
-def _bracket_count(payload: dict[str, Any]) -> int:
-    """An upper bound on the nesting depth, cheap for the common small event."""
-    count = 0
-    stack: list[Any] = [payload]
-    while stack and count <= MAX_DEPTH:
-        node = stack.pop()
-        if isinstance(node, dict):
-            count += 1
-            stack.extend(v for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
-            count += 1
-            stack.extend(v for v in node if isinstance(v, dict | list))
-    return count
 
 
 def _cut_deep(root: dict[str, Any]) -> bool:
@@ -179,6 +182,11 @@ def _fix_message_envelope(payload: dict[str, Any], repairs: list[str]) -> None:
             del payload[key]
     if not isinstance(payload.get("sub_type"), str):
         payload["sub_type"] = "normal" if payload.get("message_type") == "group" else "friend"
+    if not isinstance(payload.get("raw_message"), str):
+        payload["raw_message"] = ""  # unused here, but the models require it
+    if "message" not in payload:
+        repairs.append("message missing")
+        payload["message"] = []
     if not isinstance(payload.get("font"), int):
         payload["font"] = 14
     if "anonymous" in payload and not isinstance(payload["anonymous"], dict):
@@ -227,18 +235,20 @@ def _clean_segments(message: Any, repairs: list[str]) -> Any:
 def _clean_segment(segment: Any) -> dict[str, Any] | None:
     if not isinstance(segment, dict):
         return None
-    seg_type, data = segment.get("type"), segment.get("data", {})
+    seg_type, data = segment.get("type"), segment.get("data")
+    if not isinstance(seg_type, str) or not seg_type:
+        return None
     if data is None:
         data = {}
-    if not isinstance(seg_type, str) or not seg_type or not isinstance(data, dict):
+    elif not isinstance(data, dict):
         return None
-    if seg_type == "text":
-        text = data.get("text", "")
-        if isinstance(text, bool | int | float):
-            text = str(text)
-        if not isinstance(text, str):
+    if seg_type == "text" and not isinstance(data.get("text", ""), str):
+        text = data["text"]
+        if not isinstance(text, bool | int | float):
             return None
-        data = {**data, "text": text}
+        data = {**data, "text": str(text)}
+    if data is segment.get("data") and len(segment) == 2:
+        return segment  # already well formed: no copy on the common path
     return {"type": seg_type, "data": data}
 
 

@@ -34,7 +34,7 @@ from pallas.core.inbound import (
     StreamKind,
     poke_id,
 )
-from pallas.core.text import render_plain_text
+from pallas.core.text import excerpt, render_plain_text
 from pallas.platform.onebot import PLATFORM
 from pallas.platform.onebot.group_notices import UnreadableNoticeError, read_group_notice
 from pallas.platform.onebot.segments import convert_segments
@@ -168,8 +168,10 @@ def _reparse_own_message(event: Event) -> MessageEvent:
     model = GroupMessageEvent if data.get("message_type") == "group" else PrivateMessageEvent
     try:
         return type_validate_python(model, data)
-    except Exception as exc:
-        raise UnsupportedEventError(f"malformed message_sent event: {exc}") from None
+    except Exception as exc:  # the validation error lists every field: one line of it
+        raise UnsupportedEventError(
+            f"malformed message_sent event: {excerpt(str(exc), 160)}"
+        ) from None
 
 
 def _notice(event: NoticeEvent) -> InboundEvent | None:

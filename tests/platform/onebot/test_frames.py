@@ -198,11 +198,28 @@ def test_15_wrong_typed_keys_are_one_frame_error(change: dict[str, Any]) -> None
 
 
 def test_16_json_ten_thousand_levels_deep_is_one_frame_error() -> None:
-    with pytest.raises(FrameError, match="nested too deep"):
+    with pytest.raises(FrameError, match="not an object"):
         read_event_frame("[" * 10_000 + "]" * 10_000, BOT, now_s=NOW_S)
     deep_event = '{"post_type": "message", "self_id": 10000, "x": ' + "[" * 10_000 + "]" * 10_000
-    with pytest.raises(FrameError):
+    with pytest.raises(FrameError, match="unreadable event"):
         read_event_frame(deep_event + "}", BOT, now_s=NOW_S)
+
+
+async def test_16_a_message_too_deep_for_the_decoder_is_stored_with_the_deep_part_cut(
+    engine: AsyncEngine, writer: TimelineWriter, warnings: list[str]
+) -> None:
+    frame = group_text(
+        [{"type": "text", "data": {"text": "还在"}}, {"type": "x", "data": {}}], 8_100_008
+    )
+    text = json.dumps(frame).replace(
+        '"data": {}', '"data": {"deep": ' + "[" * 5_000 + "]" * 5_000 + "}"
+    )
+    msg = read(text)
+    assert msg.text.startswith("还在")
+    one_bounded_warning(warnings)
+    assert f"over {MAX_DEPTH} levels cut" in warnings[0]
+    await writer.write(msg)
+    assert (await stored(engine, "8100008")).text.startswith("还在")
 
 
 @pytest.mark.parametrize(("value", "shown"), [(5, "5"), (True, "True"), (1.5, "1.5")])
