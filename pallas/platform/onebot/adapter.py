@@ -31,7 +31,12 @@ from nonebot.message import handle_event
 from typing_extensions import override
 
 from pallas.core.text import excerpt
-from pallas.platform.onebot.frames import MAX_DEPTH, clean_event, flatten_deep_json
+from pallas.platform.onebot.frames import (
+    MAX_DEPTH,
+    clean_event,
+    flatten_deep_json,
+    frame_self_id,
+)
 
 REVERSE_WS_PATHS = ("/onebot/v11/ws", "/onebot/v11/ws/", "/onebot/v11/")
 FRAME_TOO_BIG = 1009  # WebSocket close code for a message over the server's size limit
@@ -190,10 +195,10 @@ def read_event_frame(data: str | bytes, self_id: str, *, now_s: int) -> Event | 
     if "post_type" not in payload:
         PallasOneBotAdapter._result_store.add_result(payload)  # matched by echo
         return None
-    frame_self_id = str(payload.get("self_id", ""))
-    if frame_self_id != self_id:
+    event_self_id = frame_self_id(payload)
+    if event_self_id != self_id:
         raise FrameError(
-            f"event for unknown bot id {excerpt(frame_self_id, 40)!r} on the connection of "
+            f"event for unknown bot id {excerpt(event_self_id, 40)!r} on the connection of "
             f"{self_id}: {excerpt(text)}"
         )
     clean = clean_event(payload, text=text, now_s=now_s)

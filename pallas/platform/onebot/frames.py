@@ -35,6 +35,24 @@ _SENDER_STRINGS = ("nickname", "card", "role", "sex", "area", "level", "title")
 _SENDER_INTS = ("user_id", "age")
 
 
+# The key naming an event's kind, for each post type; no other may be present.
+_TYPE_KEYS = {"message_type", "notice_type", "request_type", "meta_event_type"}
+_TYPE_KEY_OF = {
+    "message": "message_type",
+    "message_sent": "message_type",
+    "notice": "notice_type",
+    "request": "request_type",
+    "meta_event": "meta_event_type",
+}
+
+
+def frame_self_id(payload: dict[str, Any]) -> str:
+    """The bot account an event is for, as the models will read it (10000.0 is 10000)."""
+    value = payload.get("self_id")
+    number = _as_int(value)
+    return str(number) if number is not None else str(value if value is not None else "")
+
+
 @dataclass(frozen=True)
 class CleanFrame:
     payload: dict[str, Any]
@@ -55,7 +73,12 @@ def clean_event(payload: dict[str, Any], *, text: str, now_s: int) -> CleanFrame
         repairs.append(f"parts nested over {MAX_DEPTH} levels cut")
     _fix_time(payload, now_s, repairs)
     _fix_ints(payload, repairs)
-    if payload.get("post_type") in ("message", "message_sent"):
+    post_type = payload.get("post_type")
+    for key in _TYPE_KEYS - {_TYPE_KEY_OF.get(str(post_type), "")}:
+        if key in payload:  # a second *_type key makes the model lookup refuse the event
+            repairs.append(f"stray {key} dropped")
+            del payload[key]
+    if post_type in ("message", "message_sent"):
         _fix_message_envelope(payload, repairs)
         if "message" in payload:
             payload["message"] = _clean_segments(payload["message"], repairs)
