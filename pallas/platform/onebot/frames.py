@@ -265,9 +265,9 @@ def _clean_segment(segment: Any) -> dict[str, Any] | None:
         data = {}
     elif not isinstance(data, dict):
         return None
-    if seg_type == "text" and not isinstance(data.get("text", ""), str):
-        text = data["text"]
-        if not isinstance(text, bool | int | float):
+    if seg_type == "text" and not isinstance(data.get("text"), str):
+        text = data.get("text", "")  # the upstream bot reads data["text"] unguarded
+        if not isinstance(text, str | bool | int | float):
             return None
         data = {**data, "text": str(text)}
     if data is segment.get("data") and len(segment) == 2:
