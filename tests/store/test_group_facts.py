@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -36,14 +35,6 @@ from tests.support.napcat_corpus import corpus_frame
 BOT = "10000"
 
 
-@pytest.fixture
-async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
-    writer = TimelineWriter(engine)
-    writer.start()
-    yield writer
-    await writer.close()
-
-
 def fact(name: str, **changes: Any) -> InboundEvent:
     frame = {**corpus_frame(name), **changes}
     event = read_event_frame(json.dumps(frame, ensure_ascii=False), BOT, now_s=1_764_500_100)
@@ -56,6 +47,11 @@ def fact(name: str, **changes: Any) -> InboundEvent:
 async def rows(engine: AsyncEngine, query: Any) -> list[Any]:
     async with engine.connect() as conn:
         return list((await conn.execute(query)).all())
+
+
+async def poke_count(engine: AsyncEngine) -> int:
+    query = select(func.count()).select_from(Message).where(Message.is_poke.is_(True))
+    return int((await rows(engine, query))[0][0])
 
 
 async def member(engine: AsyncEngine, group: str, user_id: str) -> Any:
@@ -187,8 +183,7 @@ async def test_02_an_own_poke_and_its_echo_are_one_row_across_a_second_boundary(
     assert isinstance(await writer.write(first), MessageWritten)
     outcome = await writer.write(second)
     assert isinstance(outcome, MessageWritten) and outcome.duplicate
-    count = select(func.count()).select_from(Message).where(Message.is_poke.is_(True))
-    assert (await rows(engine, count))[0][0] == 1
+    assert await poke_count(engine) == 1
 
 
 async def test_02_an_own_poke_and_its_echo_in_one_batch_are_one_row(
@@ -209,8 +204,7 @@ async def test_02_pokes_of_other_people_are_never_merged(
     await writer.write(fact("notice_group_poke_bot"))
     await writer.write(fact("notice_group_poke_bot", time=1_764_500_041))  # a second poke
     await writer.write(fact("notice_group_poke"))
-    count = select(func.count()).select_from(Message).where(Message.is_poke.is_(True))
-    assert (await rows(engine, count))[0][0] == 3
+    assert await poke_count(engine) == 3
 
 
 async def test_08_fetched_forward_content_fills_in_the_stored_message(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime
 
 import pytest
@@ -14,14 +13,6 @@ from pallas.store.engine import create_engine
 from pallas.store.models import Event, Identity, Message, Person, Stream
 from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter, WriterClosedError
 from tests.support.inbound import group, member_change, message, recall
-
-
-@pytest.fixture
-async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
-    writer = TimelineWriter(engine)
-    writer.start()
-    yield writer
-    await writer.close()
 
 
 async def _count(engine: AsyncEngine, model: type, *where: object) -> int:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.engine import create_engine
 from pallas.store.migrate import upgrade_to_head
+from pallas.store.timeline import TimelineWriter
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer
 from tests.support.fake_napcat import FakeNapCat
@@ -99,6 +100,15 @@ async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
     await upgrade_to_head(engine)
     yield engine
     await engine.dispose()
+
+
+@pytest.fixture
+async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
+    """The real timeline writer, started, on the migrated `engine`."""
+    writer = TimelineWriter(engine)
+    writer.start()
+    yield writer
+    await writer.close()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,14 +30,6 @@ from tests.support.napcat_corpus import corpus_frame
 
 BOT = "10000"
 NOW_S = 1_764_500_100
-
-
-@pytest.fixture
-async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
-    writer = TimelineWriter(engine)
-    writer.start()
-    yield writer
-    await writer.close()
 
 
 @pytest.fixture

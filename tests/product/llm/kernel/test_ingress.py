@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,14 +27,6 @@ class Recorder:
         self.seen.append(stored)
         if self.fail:
             raise RuntimeError("next stage exploded")
-
-
-@pytest.fixture
-async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
-    writer = TimelineWriter(engine)
-    writer.start()
-    yield writer
-    await writer.close()
 
 
 async def test_next_stage_sees_each_new_message_once_after_commit(
