@@ -5,7 +5,7 @@ import pytest
 
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.frame_boundary"]
 
 
 @pytest.fixture(scope="session", autouse=True)
