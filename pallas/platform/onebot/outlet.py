@@ -10,6 +10,8 @@ caller writes the audit event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +51,22 @@ def capabilities_for(app_name: str) -> frozenset[Capability]:
     return frozenset()
 
 
-@dataclass(frozen=True)
+PROBE_TIMEOUT_S = 5.0  # one get_version_info; NapCat answers in milliseconds when well
+PROBE_RETRY_S = 30.0  # after a failed or unanswered probe, ask again this much later
+PROBE_WAIT_S = 1.0  # how long a turn waits for a probe in flight before going on without it
+
+
+@dataclass
 class _Probe:
-    """What one connection reported; `bot` tells this connection from a later one."""
+    """What one connection reported; `bot` tells this connection from a later one.
+
+    `capabilities` is None while unknown: nothing that needs a capability is offered then.
+    """
 
     bot: Bot
-    capabilities: frozenset[Capability]
+    capabilities: frozenset[Capability] | None = None
+    task: asyncio.Task[None] | None = None
+    retry_at: float = 0.0  # monotonic seconds; a failed probe is asked again from then on
 
 
 # The group a temporary private chat came through, or None (see pallas/store/members.py).
@@ -67,15 +79,22 @@ async def no_temp_chats(stream: StreamKey) -> str | None:
 
 class OneBotOutlet:
     def __init__(
-        self, recorder: Recorder, clock: Clock = utc_now, route: TempChatRoute = no_temp_chats
+        self,
+        recorder: Recorder,
+        clock: Clock = utc_now,
+        route: TempChatRoute = no_temp_chats,
+        *,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._recorder = recorder
         self._clock = clock
         self._route = route
+        self._probe_timeout_s = probe_timeout_s
         # One entry per bot account (bounded); a reconnect makes a new Bot object, so the
         # identity check below asks the new connection again.
         self._probes: dict[str, _Probe] = {}
-        self._probing = asyncio.Lock()
+        self._monotonic = monotonic
 
     async def send(
         self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
@@ -152,29 +171,49 @@ class OneBotOutlet:
         return self_id in nonebot.get_bots()
 
     async def capabilities(self, self_id: str) -> frozenset[Capability]:
-        """What the implementation behind this bot account's connection can do."""
+        """What the implementation behind this bot account's connection can do.
+
+        Asked off the turn's path: a turn waits at most PROBE_WAIT_S for an answer, then goes
+        on with nothing offered; the probe goes on (PROBE_TIMEOUT_S) and is asked again
+        PROBE_RETRY_S after a failure. Unknown is never cached as "none".
+        """
         bot = _connected_bot(self_id, f"bot {self_id}")
         if bot is None:
             return frozenset()
-        known = self._probes.get(self_id)
-        if known is not None and known.bot is bot:
-            return known.capabilities
-        async with self._probing:  # concurrent turns of a new connection ask only once
-            known = self._probes.get(self_id)
-            if known is None or known.bot is not bot:
-                known = _Probe(bot, await _ask_capabilities(bot))
-                self._probes[self_id] = known
-        return known.capabilities
+        probe = self.probe(self_id, bot)
+        if probe.capabilities is None and probe.task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(probe.task), PROBE_WAIT_S)
+        return probe.capabilities or frozenset()
+
+    def probe(self, self_id: str, bot: Bot) -> _Probe:
+        """This connection's probe, started (or started again, when due) if still unknown."""
+        probe = self._probes.get(self_id)
+        if probe is None or probe.bot is not bot:
+            probe = self._probes[self_id] = _Probe(bot)
+        due = probe.task is None and self._monotonic() >= probe.retry_at
+        if probe.capabilities is None and due:
+            probe.task = asyncio.create_task(self._run_probe(probe), name=f"probe {self_id}")
+        return probe
+
+    async def _run_probe(self, probe: _Probe) -> None:
+        try:
+            probe.capabilities = await _ask_capabilities(probe.bot, self._probe_timeout_s)
+        except Exception as exc:  # no answer: unknown for now, asked again later
+            logger.warning(
+                "bot {}: get_version_info failed ({!r}); platform actions are not offered "
+                "until it answers (asked again in {:.0f} s)",
+                probe.bot.self_id,
+                exc,
+                PROBE_RETRY_S,
+            )
+            probe.retry_at = self._monotonic() + PROBE_RETRY_S
+        finally:
+            probe.task = None
 
 
-async def _ask_capabilities(bot: Bot) -> frozenset[Capability]:
-    try:
-        info: Any = await bot.call_api("get_version_info")
-    except (AdapterException, TimeoutError) as exc:
-        logger.warning(
-            "bot {}: get_version_info failed, no platform actions offered: {!r}", bot.self_id, exc
-        )
-        return frozenset()
+async def _ask_capabilities(bot: Bot, timeout_s: float) -> frozenset[Capability]:
+    info: Any = await asyncio.wait_for(bot.call_api("get_version_info"), timeout_s)
     info = info if isinstance(info, dict) else {}
     app_name = str(info.get("app_name") or "")
     capabilities = capabilities_for(app_name)

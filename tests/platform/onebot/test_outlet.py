@@ -21,7 +21,7 @@ from loguru import logger
 from pallas.core.actions import REACTIONS, Capability, reaction_id
 from pallas.core.inbound import InboundMessage, Segment, SegmentKind, StreamKey, StreamKind
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
-from pallas.platform.onebot.outlet import OneBotOutlet, capabilities_for
+from pallas.platform.onebot.outlet import PROBE_RETRY_S, OneBotOutlet, capabilities_for
 from tests.support.bot_process import free_port
 from tests.support.fake_napcat import FakeNapCat, next_message_id
 from tests.support.timeline_db import wait_for
@@ -338,6 +338,29 @@ async def test_a_reconnect_asks_again(connect: Any, outlet: OneBotOutlet) -> Non
     second = await connect(self_id=first.self_id, app_name="LLOneBot")
     assert await outlet.capabilities(self_id) == {Capability.POKE}
     assert len(second.calls_to("get_version_info")) == 1
+
+
+async def test_a_stalled_probe_never_holds_a_turn_and_is_asked_again_later(
+    connect: Any, recorder: Recorder, warnings: list[str]
+) -> None:
+    napcat = await connect()
+    self_id = str(napcat.self_id)
+    napcat.unanswered.add("get_version_info")  # NapCat stalls: the call is never answered
+    clock = [0.0]
+    outlet = OneBotOutlet(recorder, probe_timeout_s=1.5, monotonic=lambda: clock[0])
+    # The turn goes on without capabilities while the probe is still waiting for NapCat.
+    assert await outlet.capabilities(self_id) == frozenset()
+    probe = outlet.probe(self_id, nonebot.get_bots()[self_id])
+    assert probe.task is not None and probe.capabilities is None
+    await wait_for(lambda: probe.task is None, what="the probe to give up")
+    assert any("get_version_info failed" in line for line in warnings)
+    # Unknown is not "none forever": once NapCat answers, the next due probe learns them.
+    napcat.unanswered.discard("get_version_info")
+    assert await outlet.capabilities(self_id) == frozenset()  # not due yet: not asked
+    assert len(napcat.calls_to("get_version_info")) == 1
+    clock[0] += PROBE_RETRY_S
+    assert await outlet.capabilities(self_id) == {Capability.POKE, Capability.REACT}
+    assert len(napcat.calls_to("get_version_info")) == 2
 
 
 async def test_a_failing_version_call_means_no_capabilities(
