@@ -103,6 +103,7 @@ class Runtime:
         call_log = CallLog(settings.pallas_data_dir / "logs" / "llm", started_at=utc_now())
         models = _model_manager(settings, usage, call_log)
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
+        outbox = OutboxStore(engine, write_lock=lock)
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -111,6 +112,7 @@ class Runtime:
             policy=policies.get,
             clock=utc_now,
             lottery_seed=LOTTERY_SEED,
+            queued_replies=outbox.waiting_messages,
         )
         scheduler = Scheduler(partial(run_turn, deps=runner), ledger)
         admission = Admission(
@@ -127,7 +129,6 @@ class Runtime:
         )
         ingress = Ingress(writer, admission)
         outlet = OneBotOutlet(ingress, route=partial(temp_chat_group, engine))
-        outbox = OutboxStore(engine, write_lock=lock)
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         tools = build_tools(
             engine,

@@ -256,7 +256,9 @@ class OutboxItem(Base):
     stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
     kind: Mapped[str] = mapped_column(String(16))  # message / poke / react
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    # pending -> sending -> sent; or failed / unknown / expired (final)
+    # Answers a direct call (@, reply, poke, private chat): never dropped for a crowded queue.
+    direct: Mapped[bool] = mapped_column(Boolean, default=False)
+    # pending -> sending -> sent; or failed / unknown / expired / dropped (final)
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     not_before: Mapped[datetime] = mapped_column(UtcDateTime())  # pacing and retry backoff

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import and_, func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.models import Message, OutboxItem, Reply, Stream
@@ -34,6 +34,7 @@ class OutboxStatus(StrEnum):
     FAILED = "failed"
     UNKNOWN = "unknown"
     EXPIRED = "expired"
+    DROPPED = "dropped"  # an unsolicited reply given up for a crowded queue or a direct call
 
 
 OPEN = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value)
@@ -44,6 +45,19 @@ class NewItem:
     kind: str  # message / poke / react
     payload: dict[str, Any]
     delay_s: float = 0.0  # after the previous item of the same reply (pacing)
+
+
+@dataclass(frozen=True)
+class DroppedRow:
+    id: int
+    turn_id: int | None
+    reply_id: int | None
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    ids: list[int]  # the new rows, in sending order
+    dropped: list[DroppedRow]  # older unsolicited rows given up to make room (see enqueue)
 
 
 @dataclass(frozen=True)
@@ -76,8 +90,18 @@ class OutboxStore:
         *,
         bubbles: Sequence[str] = (),
         quote: str | None = None,
-    ) -> list[int]:
-        """The reply record (when there are bubbles) and its rows, in one transaction."""
+        direct: bool = False,
+        max_waiting: int | None = None,
+    ) -> Enqueued:
+        """The reply record (when there are bubbles) and its rows, in one transaction.
+
+        Backpressure, in the same transaction: a `direct` reply (one answering an @, a reply,
+        a poke, a private message) drops every unsolicited reply of the chat that is still
+        waiting to start, so it never queues behind them; an unsolicited one drops the oldest
+        waiting unsolicited replies so that at most `max_waiting` wait, itself included. The
+        reply at the head of the chat (it may have begun) and direct replies are never
+        dropped.
+        """
         async with self._lock, self._engine.begin() as conn:
             reply_id = None
             if bubbles:
@@ -94,11 +118,15 @@ class OutboxStore:
             ids, due = [], now
             for item in items:
                 due += timedelta(seconds=item.delay_s)
-                result = await conn.execute(
-                    insert(OutboxItem).values(**_row(reply_id, turn_id, stream_id, item, due, now))
-                )
+                values = _row(reply_id, turn_id, stream_id, item, due, now) | {"direct": direct}
+                result = await conn.execute(insert(OutboxItem).values(**values))
                 ids.append(int(result.inserted_primary_key[0]))
-        return ids
+            dropped = []
+            if reply_id is not None and (direct or max_waiting is not None):
+                # The others that may keep waiting beside this one.
+                others = 0 if direct or max_waiting is None else max(0, max_waiting - 1)
+                dropped = await _make_room(conn, stream_id, reply_id, others, now)
+        return Enqueued(ids, dropped)
 
     async def heads(self, limit: int = 200) -> list[OutboxRow]:
         """The oldest open row of each stream (its order is strict), oldest streams first."""
@@ -112,6 +140,20 @@ class OutboxStore:
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query.limit(limit))).all()
         return [_outbox_row(row) for row in rows]
+
+    async def waiting_messages(self, stream_id: int) -> int:
+        """Bubbles of the chat queued but not yet sent (the frequency cap counts them)."""
+        query = (
+            select(func.count())
+            .select_from(OutboxItem)
+            .where(
+                OutboxItem.stream_id == stream_id,
+                OutboxItem.status.in_(OPEN),
+                OutboxItem.kind == "message",
+            )
+        )
+        async with self._engine.connect() as conn:
+            return int((await conn.execute(query)).scalar() or 0)
 
     async def open_count(self) -> int:
         query = select(func.count()).select_from(OutboxItem).where(OutboxItem.status.in_(OPEN))
@@ -158,6 +200,40 @@ class OutboxStore:
         )
         async with self._engine.connect() as conn:
             return (await conn.execute(query)).scalar()
+
+
+async def _make_room(
+    conn: AsyncConnection, stream_id: int, new_reply: int, limit: int, now: datetime
+) -> list[DroppedRow]:
+    """Drop the oldest waiting unsolicited replies of the chat beyond `limit` (new one aside).
+
+    Only the chat's head row can have begun (rows go strictly in order), so every other
+    open reply is still whole; the head's reply is never touched.
+    """
+    query = (
+        select(OutboxItem.id, OutboxItem.turn_id, OutboxItem.reply_id, OutboxItem.direct)
+        .where(OutboxItem.stream_id == stream_id, OutboxItem.status.in_(OPEN))
+        .order_by(OutboxItem.id)
+    )
+    rows = (await conn.execute(query)).all()
+    if not rows:
+        return []
+    head_reply = rows[0].reply_id
+    waiting = [
+        r
+        for r in rows
+        if not r.direct and r.reply_id not in (None, head_reply, new_reply)
+    ]
+    replies = list(dict.fromkeys(r.reply_id for r in waiting))  # oldest first
+    doomed = set(replies[: max(0, len(replies) - limit)])
+    victims = [DroppedRow(r.id, r.turn_id, r.reply_id) for r in waiting if r.reply_id in doomed]
+    if victims:
+        await conn.execute(
+            update(OutboxItem)
+            .where(OutboxItem.id.in_([v.id for v in victims]))
+            .values(status=OutboxStatus.DROPPED.value, updated_at=now)
+        )
+    return victims
 
 
 def _row(

@@ -38,6 +38,7 @@ class OutgoingReply:
     stream: StreamKey
     bubbles: tuple[str, ...]
     quote: str | None  # platform id of the message to quote on the first bubble
+    direct: bool = False  # answers a direct call (@, reply, poke, private): never dropped
 
 
 @dataclass(frozen=True)

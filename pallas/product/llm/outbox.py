@@ -30,7 +30,7 @@ from pallas.product.llm.pacing import (
     retry_delay,
 )
 from pallas.store.ledger import LedgerEvent, LedgerWriter
-from pallas.store.outbox import NewItem, OutboxRow, OutboxStatus, OutboxStore
+from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
 
 IDLE_WAKE_S = 1.0  # without a wake-up, look again this often (due retries, reconnects)
 
@@ -210,6 +210,18 @@ class OutboxDispatcher:
         )
         return "react" if reacted else None
 
+    def dropped(self, row: DroppedRow, stream_id: int, *, superseded: bool) -> None:
+        """An unsolicited reply's row given up for backpressure (see OutboxStore.enqueue)."""
+        self._ledger.record(
+            LedgerEvent(
+                kind="delivery_dropped",
+                stream_id=stream_id,
+                reason="superseded" if superseded else "queue_full",
+                turn_id=row.turn_id,
+                payload={"outbox_id": row.id, "reply_id": row.reply_id},
+            )
+        )
+
     def _event(self, row: OutboxRow, kind: str, reason: str, payload: dict[str, Any]) -> None:
         self._ledger.record(
             LedgerEvent(
@@ -237,29 +249,36 @@ class OutboxDelivery:
         self._clock = clock
 
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
-        pauses = bubble_pauses(reply.bubbles, self._dispatcher.policy)
+        policy = self._dispatcher.policy
+        pauses = bubble_pauses(reply.bubbles, policy)
         items = [
             NewItem("message", _bubble_payload(text, pause, reply.quote if i == 0 else None))
             for i, (text, pause) in enumerate(zip(reply.bubbles, pauses, strict=True))
         ]
-        ids = await self._store.enqueue(
+        queued = await self._store.enqueue(
             reply.turn_id,
             reply.stream_id,
             items,
             self._clock(),
             bubbles=reply.bubbles,
             quote=reply.quote,
+            direct=reply.direct,
+            max_waiting=policy.max_waiting_unsolicited,
         )
+        for row in queued.dropped:
+            self._dispatcher.dropped(row, reply.stream_id, superseded=reply.direct)
         self._dispatcher.wake()
-        return DeliveryReport(queued=tuple(ids), failed=False)
+        return DeliveryReport(queued=tuple(queued.ids), failed=False)
 
     async def act(
         self, turn_id: int, stream_id: int, kind: str, payload: dict[str, Any]
     ) -> tuple[int, ...]:
         """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
-        ids = await self._store.enqueue(turn_id, stream_id, [NewItem(kind, payload)], self._clock())
+        queued = await self._store.enqueue(
+            turn_id, stream_id, [NewItem(kind, payload)], self._clock()
+        )
         self._dispatcher.wake()
-        return tuple(ids)
+        return tuple(queued.ids)
 
 
 def _bubble_payload(text: str, pause: float, quote: str | None) -> dict[str, Any]:

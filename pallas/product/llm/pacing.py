@@ -26,6 +26,8 @@ class DeliveryPolicy:
     backoff_max_s: float = 60.0
     stale_after_s: float = 600.0  # a reply not sent by then would be out of context
     resend_window_s: float = 30.0  # an interrupted send younger than this is sent again
+    # Unsolicited replies one chat may have waiting (the newest included); older ones drop.
+    max_waiting_unsolicited: int = 2
 
 
 def bubble_pauses(bubbles: Sequence[str], policy: DeliveryPolicy) -> list[float]:

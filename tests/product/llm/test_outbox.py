@@ -23,6 +23,7 @@ from pallas.store.models import Event, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import group
+from tests.support.waiting import until
 
 POLICY = DeliveryPolicy(
     min_pause_s=0,
@@ -86,11 +87,14 @@ class Kit:
         written = await self.timeline.write(own_message(group(external), (), f"seed{external}", T0))
         return written.stream_id  # type: ignore[union-attr]
 
-    async def reply(self, stream: str, *bubbles: str, quote: str | None = None) -> list[int]:
+    async def reply(
+        self, stream: str, *bubbles: str, quote: str | None = None, direct: bool = False
+    ) -> list[int]:
         assert self.dispatcher is not None
         delivery = OutboxDelivery(self.store, self.dispatcher, self.clock)
         sid = await self.stream_id(stream)
-        report = await delivery.deliver(OutgoingReply(1, sid, group(stream), bubbles, quote))
+        reply = OutgoingReply(1, sid, group(stream), bubbles, quote, direct)
+        report = await delivery.deliver(reply)
         return list(report.queued)
 
     async def statuses(self) -> list[tuple[str, int]]:
@@ -198,9 +202,8 @@ async def test_a_stale_reply_is_expired_not_sent(kit: Kit) -> None:
 async def interrupted(kit: Kit, stream: str, text: str, created: datetime) -> int:
     """A row the previous process marked `sending` and never finished."""
     sid = await kit.stream_id(stream)
-    [row_id] = await OutboxStore(kit.engine).enqueue(
-        1, sid, [_item(text)], created, bubbles=(text,)
-    )
+    queued = await OutboxStore(kit.engine).enqueue(1, sid, [_item(text)], created, bubbles=(text,))
+    [row_id] = queued.ids
     await kit.store.mark(row_id, OutboxStatus.SENDING, created)
     return row_id
 
@@ -234,13 +237,14 @@ async def test_interrupted_sends_are_resolved_before_anything_new_goes_out(kit: 
 async def test_an_echo_already_claimed_by_another_row_is_not_taken_for_this_one(kit: Kit) -> None:
     now = datetime.now(UTC)
     sid = await kit.stream_id("r4")
-    first, second = await kit.store.enqueue(
+    queued = await kit.store.enqueue(
         1,
         sid,
         [_item("哈哈哈"), _item("哈哈哈")],
         now - timedelta(seconds=5),
         bubbles=("哈哈哈",) * 2,
     )
+    first, second = queued.ids
     echo = (Segment(SegmentKind.TEXT, text="哈哈哈"),)
     await kit.timeline.write(own_message(group("r4"), echo, "first-echo", now))
     await kit.store.mark(first, OutboxStatus.SENT, now, platform_message_id="first-echo")
@@ -315,3 +319,41 @@ async def test_a_row_left_mid_send_while_running_is_resolved_not_resent_blindly(
     async with kit.engine.connect() as conn:
         rows = dict((await conn.execute(select(OutboxItem.id, OutboxItem.status))).all())
     assert (rows[young], rows[old]) == ("sent", "unknown")
+
+
+async def test_a_crowded_chat_drops_its_oldest_waiting_unsolicited_replies(kit: Kit) -> None:
+    kit.outlet.connected = False  # an outage: everything queues
+    kit.start()
+    await kit.reply("bp1", "第一", "第一续")  # the head: it may have begun, never dropped
+    await kit.reply("bp1", "第二")
+    await kit.reply("bp1", "第三")
+    await kit.reply("bp1", "第四")  # a third unsolicited one waiting: the oldest goes
+    await kit.reply("bp1", "点名回答", direct=True)  # and every waiting unsolicited one
+    await kit.reply("bp1", "第五")  # two may wait behind a direct reply again
+    dropped = await kit.events("delivery_dropped")
+    assert [e.reason for e in dropped] == ["queue_full", "superseded", "superseded"]
+    kit.outlet.connected = True
+    assert kit.dispatcher is not None
+    kit.dispatcher.wake()
+    await until(lambda: len(kit.outlet.sent) == 4)
+    assert [text for _, text, _ in kit.outlet.sent] == ["第一", "第一续", "点名回答", "第五"]
+    statuses = sorted(status for status, _ in await kit.statuses())
+    assert statuses == ["dropped"] * 3 + ["sent"] * 4
+
+
+async def test_a_direct_reply_is_never_dropped_and_never_waits_behind_chatter(kit: Kit) -> None:
+    kit.outlet.connected = False
+    kit.start()
+    await kit.reply("bp2", "闲聊一")
+    for i in range(5):
+        await kit.reply("bp2", f"回答{i}", direct=True)
+    await kit.reply("bp2", "闲聊二")
+    await kit.reply("bp2", "闲聊三")
+    await kit.reply("bp2", "闲聊四")  # three unsolicited behind the head: one too many
+    assert [e.reason for e in await kit.events("delivery_dropped")] == ["queue_full"]
+    kit.outlet.connected = True
+    assert kit.dispatcher is not None
+    kit.dispatcher.wake()
+    await until(lambda: len(kit.outlet.sent) == 8)
+    texts = [text for _, text, _ in kit.outlet.sent]
+    assert texts == ["闲聊一", *[f"回答{i}" for i in range(5)], "闲聊三", "闲聊四"]

@@ -111,7 +111,8 @@ class AgentTurnHandler:
     async def _deliver(self, turn: Turn, bubbles: tuple[str, ...], quote: str | None) -> None:
         if not bubbles:
             return
-        reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote)
+        direct = turn.disposition.is_direct_call
+        reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote, direct)
         report = await self._deps.delivery.deliver(reply)
         payload = {"bubbles": list(bubbles), "outbox_ids": list(report.queued), "quote": quote}
         self._event(turn, "reply_queued", "", payload)

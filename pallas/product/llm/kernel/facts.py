@@ -94,7 +94,10 @@ def gate_request(
     activity: StreamActivity,
     policy: GatePolicy,
     now: datetime,
+    queued_replies: int = 0,
 ) -> GateRequest:
+    """The gate's input. `queued_replies`: the chat's bubbles queued but not yet sent; the
+    frequency cap counts them with the ones delivered in its window."""
     view = _scan(activity, asker, now, policy)
     return GateRequest(
         kind=asker.kind,
@@ -105,7 +108,7 @@ def gate_request(
         poked_me=facts.poked_me,
         pokes_in_window=facts.pokes_in_window,
         asleep=is_quiet_time(now, policy),
-        replies_in_window=view.bot_replies,
+        replies_in_window=view.bot_replies + queued_replies,
         seconds_since_bot_spoke=view.since_bot_spoke,
         follow_up_declined=activity.follow_up_declined,
         # This person addressed the bot recently and the bot answered after that.

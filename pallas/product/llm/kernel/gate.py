@@ -100,6 +100,11 @@ class Disposition:
     def passes(self) -> bool:
         return self.outcome is not Outcome.DROP
 
+    @property
+    def is_direct_call(self) -> bool:
+        """Someone called the bot (@, name, reply, poke, a private message)."""
+        return self.outcome is Outcome.FORCE or bool(self.signals & DIRECT_SIGNALS)
+
 
 def decide_disposition(req: GateRequest, policy: GatePolicy) -> Disposition:
     if req.is_self_message:

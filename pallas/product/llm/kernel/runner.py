@@ -6,7 +6,7 @@ Reads like the turn in docs/architecture.md; each step is one function.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from loguru import logger
@@ -24,6 +24,10 @@ from pallas.product.llm.kernel.trigger import (
 )
 from pallas.product.llm.kernel.turn import Turn, TurnDecision, TurnHandler
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter, SetFollowUpDeclined
+
+
+async def _none_queued(stream_id: int) -> int:
+    return 0
 
 
 class TurnIds:
@@ -48,6 +52,8 @@ class RunnerDeps:
     policy: Callable[[int, datetime], Awaitable[GatePolicy]]
     clock: Callable[[], datetime]
     lottery_seed: str
+    # The chat's bubbles queued but not yet sent (the outbox): the frequency cap counts them.
+    queued_replies: Callable[[int], Awaitable[int]] = field(default=_none_queued)
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
@@ -57,7 +63,8 @@ async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
         batch.stream_id, batch.items[0].stored.message.stream.self_id, now
     )
     policy = await deps.policy(batch.stream_id, now)
-    disposition = gate_batch(batch, activity, policy, now, deps.lottery_seed)
+    queued = await deps.queued_replies(batch.stream_id)
+    disposition = gate_batch(batch, activity, policy, now, deps.lottery_seed, queued)
     turn = build_turn(turn_id, batch, disposition)
     await claim_messages(turn, deps)
     if not disposition.passes:
@@ -69,7 +76,12 @@ async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
 
 
 def gate_batch(
-    batch: Batch, activity: StreamActivity, policy: GatePolicy, now: datetime, lottery_seed: str
+    batch: Batch,
+    activity: StreamActivity,
+    policy: GatePolicy,
+    now: datetime,
+    lottery_seed: str,
+    queued_replies: int = 0,
 ) -> Disposition:
     """The same gate, on the merged batch and the stream as it is now."""
     first = batch.items[0]
@@ -80,7 +92,8 @@ def gate_batch(
         message_id=batch.items[-1].message_id,
         ambient_roll=lottery_roll(lottery_seed, batch.stream_id, first.message_id),
     )
-    return decide_disposition(gate_request(asker, facts, activity, policy, now), policy)
+    request = gate_request(asker, facts, activity, policy, now, queued_replies)
+    return decide_disposition(request, policy)
 
 
 def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:

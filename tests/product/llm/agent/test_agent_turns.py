@@ -13,7 +13,7 @@ from sqlalchemy import select
 from pallas.app import Runtime
 from pallas.core.actions import Capability
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.store.models import Message, StreamState
+from pallas.store.models import Message, OutboxItem, StreamState
 from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
 from tests.support.fake_llm import FakeModelServer, Reply, Status, ToolCallSpec
 from tests.support.inbound import BOT_ID, group, message, private
@@ -78,6 +78,19 @@ async def test_an_at_message_gets_a_reply_with_every_step_under_one_turn(
     async with runtime.engine.connect() as conn:
         own = (await conn.execute(select(Message.text).where(Message.from_bot))).scalars().all()
     assert list(own) == ["在的在的", "咋了"]
+
+
+async def test_replies_to_direct_calls_are_marked_direct_in_the_outbox(
+    runtime: Runtime, model_server: FakeModelServer, outlet: RecordingOutlet
+) -> None:
+    model_server.script(MODEL, call("reply", text="在"), call("reply", text="对呀"))
+    await say(runtime, message("@牛牛 在吗", stream=group("g-d"), mentions=(BOT_ID,)))
+    await settle(runtime)
+    await say(runtime, message("今天天气真好", stream=group("g-d"), user_id="7"))  # the window
+    await settle(runtime)
+    async with runtime.engine.connect() as conn:
+        rows = (await conn.execute(select(OutboxItem.payload, OutboxItem.direct))).all()
+    assert [(row.payload["text"], row.direct) for row in rows] == [("在", True), ("对呀", False)]
 
 
 async def test_a_deliberation_may_stay_silent_and_closes_the_natural_window(

@@ -19,6 +19,7 @@ from pallas.product.llm.kernel.gate import Outcome, Reason, Signal
 from pallas.product.llm.kernel.trigger import SpeakTrigger
 from pallas.product.llm.kernel.turn import Turn, TurnDecision
 from pallas.store.models import Event, Message, StreamState
+from pallas.store.outbox import NewItem
 from tests.support.inbound import BOT_ID, group, message, private
 from tests.support.waiting import until
 
@@ -227,6 +228,26 @@ async def test_frequency_cap_never_swallows_a_name_call(
     assert (await events(runtime.engine, "gate_dropped"))[-1].reason == "frequency_cap"
     await say(runtime, message("牛牛你说呢", stream=stream, user_id="7"))
     await until(lambda: recorder.turns)
+
+
+async def test_the_frequency_cap_counts_replies_queued_but_not_yet_sent(
+    runtime: Runtime, recorder: Recorder
+) -> None:
+    stream = group("g11")
+    first = await runtime.ingress.accept(message("开始", stream=stream))
+    assert first.stored is not None
+    sid = first.stored.stream_id
+    await runtime.policies.save(sid, {"max_replies_in_window": 2}, datetime.now(UTC))
+    await say(runtime, message("我说了", stream=stream, user_id=BOT_ID, from_bot=True))
+    # No NapCat is connected: this reply waits in the outbox, not yet a fact in the timeline.
+    await runtime.outbox.enqueue(
+        None, sid, [NewItem("message", {"text": "还没发"})], datetime.now(UTC), bubbles=("还没发",)
+    )
+    await say(runtime, message("顺着聊", stream=stream, user_id="7"))  # the natural window
+    await settle(runtime)
+    assert recorder.turns == []
+    dropped = (await events(runtime.engine, "gate_dropped"))[-1]
+    assert (dropped.reason, dropped.payload["stage"]) == ("frequency_cap", "batch")
 
 
 async def test_a_failing_handler_ends_only_its_turn(runtime: Runtime, recorder: Recorder) -> None:
