@@ -30,7 +30,7 @@ from pallas.product.llm.kernel.admission import (
 )
 from pallas.product.llm.kernel.ingress import Ingress
 from pallas.product.llm.kernel.policy import GatePolicy
-from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
+from pallas.product.llm.kernel.recovery import RecoveryDeps, recover_kernel
 from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
@@ -190,8 +190,15 @@ class Runtime:
         await self.dispatcher.recover()
         self.dispatcher.start()
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
-        await rebuffer_unconsumed(
-            self.engine, self.scheduler, utc_now() - self.kernel.rebuffer_window
+        await recover_kernel(
+            RecoveryDeps(
+                engine=self.engine,
+                ledger=self.ledger,
+                scheduler=self.scheduler,
+                gate=self.admission,
+                window=self.kernel.rebuffer_window,
+                clock=utc_now,
+            )
         )
         self.scheduler.start()
         # Everything loaded so far lives for the whole run: keep it out of the collector's

@@ -9,9 +9,18 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
-from pallas.store.models import Event, Identity, Message, Stream, StreamPolicy, StreamState
+from pallas.store.models import (
+    Event,
+    Identity,
+    Message,
+    OutboxItem,
+    Stream,
+    StreamPolicy,
+    StreamState,
+)
 from pallas.store.sql import upsert
 
 
@@ -36,6 +45,7 @@ class PendingRow:
     person_id: int
     message: InboundMessage
     payload: dict[str, Any]
+    stored_at: datetime | None = None
 
 
 async def max_turn_id(engine: AsyncEngine) -> int:
@@ -114,7 +124,9 @@ async def is_bot_message(engine: AsyncEngine, stream_id: int, platform_message_i
         return bool((await conn.execute(query)).scalar())
 
 
-async def unconsumed_admitted(engine: AsyncEngine, since: datetime) -> list[PendingRow]:
+async def unconsumed_admitted(
+    engine: AsyncEngine, since: datetime, until: datetime | None = None
+) -> list[PendingRow]:
     query = (
         select(Message, Stream, Identity.user_id, Identity.nickname, Event.payload)
         .join(Stream, Stream.id == Message.stream_id)
@@ -134,6 +146,8 @@ async def unconsumed_admitted(engine: AsyncEngine, since: datetime) -> list[Pend
         )
         .order_by(Message.id)
     )
+    if until is not None:
+        query = query.where(Message.stored_at < until)
     async with AsyncSession(engine) as session:  # ORM rows: whole Message and Stream objects
         rows = (await session.execute(query)).all()
     return [_pending(*row) for row in rows]
@@ -164,4 +178,101 @@ def _pending(
         from_bot=msg.from_bot,
         truncated=msg.truncated,
     )
-    return PendingRow(msg.id, msg.stream_id, msg.sender_person_id, inbound, payload)
+    return PendingRow(msg.id, msg.stream_id, msg.sender_person_id, inbound, payload, msg.stored_at)
+
+
+# -- start-up recovery (pallas/product/llm/kernel/recovery.py) ---------------------------------
+
+_started = aliased(Event)
+
+# The events that end a turn; a turn_started with none of them was cut off by a crash.
+TURN_ENDINGS = ("turn_finished", "turn_failed", "turn_waiting", "turn_interrupted")
+
+
+@dataclass(frozen=True)
+class StartedTurn:
+    turn_id: int
+    stream_id: int | None
+    created_at: datetime
+    message_id: int | None  # the batch's newest message
+    reason: str  # the batch gate's reason
+    payload: dict[str, Any]
+
+
+async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[StartedTurn]:
+    """Turns started since `since` that no event ended (nor a batch-gate drop)."""
+    ended = select(Event.id).where(
+        Event.turn_id == _started.turn_id,
+        (Event.kind.in_(TURN_ENDINGS)) | (Event.kind == "gate_dropped"),
+    )
+    query = (
+        select(
+            _started.turn_id,
+            _started.stream_id,
+            _started.created_at,
+            _started.message_id,
+            _started.reason,
+            _started.payload,
+        )
+        .where(
+            _started.kind == "turn_started",
+            _started.created_at >= since,
+            _started.turn_id.is_not(None),
+            ~ended.exists(),
+        )
+        .order_by(_started.id)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [StartedTurn(r[0], r[1], r[2], r[3], r[4], dict(r[5] or {})) for r in rows]
+
+
+async def turn_traces(engine: AsyncEngine, turn_id: int) -> tuple[bool, str | None]:
+    """Whether the turn queued anything in the outbox, and what the agent decided, if known."""
+    queued = select(OutboxItem.id).where(OutboxItem.turn_id == turn_id).limit(1)
+    decided = (
+        select(Event.reason)
+        .where(Event.turn_id == turn_id, Event.kind == "agent_decided")
+        .order_by(Event.id.desc())
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        has_outbox = (await conn.execute(queued)).first() is not None
+        decision = (await conn.execute(decided)).scalar()
+    return has_outbox, decision
+
+
+async def retried_before(engine: AsyncEngine, message_ids: list[int]) -> bool:
+    """Whether an earlier interrupted turn of these messages was already run again."""
+    if not message_ids:
+        return False
+    query = select(Event.id).where(
+        Event.kind == "turn_interrupted",
+        Event.reason == "retry",
+        Event.message_id.in_(message_ids),
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(query.limit(1))).first() is not None
+
+
+async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[PendingRow]:
+    """Messages from others stored since `since` with no gate decision and no turn: the
+    process stopped between the commit and the gate's event."""
+    decided = select(Event.id).where(
+        Event.message_id == Message.id, Event.kind.in_(("gate_passed", "gate_dropped"))
+    )
+    query = (
+        select(Message, Stream, Identity.user_id, Identity.nickname)
+        .join(Stream, Stream.id == Message.stream_id)
+        .join(Identity, Identity.person_id == Message.sender_person_id)
+        .where(
+            Message.stored_at >= since,
+            Message.from_bot.is_(False),
+            Message.turn_id.is_(None),
+            ~decided.exists(),
+        )
+        .order_by(Message.id)
+    )
+    async with AsyncSession(engine) as session:
+        rows = (await session.execute(query)).all()
+    return [_pending(msg, stream, user_id, nickname, {}) for msg, stream, user_id, nickname in rows]

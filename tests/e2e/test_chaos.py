@@ -78,7 +78,8 @@ GROUP_WEIGHTS = [1 / (rank + 1) for rank in range(GROUPS)]
 CLOSING = ("turn_finished", "turn_failed", "gate_dropped", "turn_interrupted", "turn_waiting")
 FINAL_STATUSES = {"sent", "failed", "unknown", "expired", "dropped"}
 OPEN_STATUSES = {"pending", "sending"}
-# Log lines with a Traceback that are known to be harmless. None are today.
+# Tracebacks in the bot's log known to be harmless, by a piece of their exception line (the
+# first unindented line after "Traceback"). None are today.
 HARMLESS_TRACEBACKS: tuple[str, ...] = ()
 
 
@@ -575,13 +576,9 @@ def audit(chaos: Chaos) -> Audit:
     )
     for row in rows_doubled:
         problems["a message row is doubled"].append(f"{row['platform_message_id']}x{row['n']}")
-    tracebacks = [
-        line
-        for line in chaos.bot.log().splitlines()
-        if "Traceback" in line and not any(ok in line for ok in HARMLESS_TRACEBACKS)
-    ]
-    if tracebacks:
-        problems["the bot log has a Traceback"].append(f"{len(tracebacks)} line(s)")
+    for raised in _tracebacks(chaos.bot.log()):
+        if not any(ok in raised for ok in HARMLESS_TRACEBACKS):
+            problems["the bot log has a Traceback"].append(raised[:160])
 
     recovered = Counter(e["reason"] for e in events if e["kind"] == "delivery_recovered")
     stats = {
@@ -601,6 +598,19 @@ def audit(chaos: Chaos) -> Audit:
         },
     }
     return Audit(dict(problems), table, stats)
+
+
+def _tracebacks(log: str) -> list[str]:
+    """The exception line of every Traceback in the log."""
+    lines = log.splitlines()
+    found: list[str] = []
+    for index, line in enumerate(lines):
+        if "Traceback" not in line:
+            continue
+        after = lines[index + 1 :]
+        frame = (" ", ">", "File", "Traceback")  # frames, loguru's backtrace marker
+        found.append(next((x for x in after if x and not x.startswith(frame)), line).strip())
+    return found
 
 
 # ----- the test -------------------------------------------------------------------------------

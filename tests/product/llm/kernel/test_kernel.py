@@ -275,7 +275,7 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
     first.block = asyncio.Event()  # the first turn never finishes before the "crash"
     runtime = await start_runtime(tmp_path, store_url, first)
     stream = private("88")
-    await say(runtime, message("一", stream=stream, user_id="88"))
+    cut_off = await say(runtime, message("一", stream=stream, user_id="88"))
     await until(lambda: first.turns)
     waiting = [await say(runtime, message(t, stream=stream, user_id="88")) for t in ("二", "三")]
     stale = await say(runtime, message("四", stream=group("g11"), user_id="89", mentions=(BOT_ID,)))
@@ -297,10 +297,15 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
     restarted = await start_runtime(tmp_path, store_url, second)
     try:
         await until(lambda: second.turns)
-        assert [m.message_id for m in second.turns[0].messages] == waiting
+        # The cut-off private turn was a direct call: it runs once more, with what waited.
+        assert [m.message_id for m in second.turns[0].messages] == [cut_off, *waiting]
         assert second.turns[0].turn_id > last_turn
         await settle(restarted)
         assert all(stale not in [m.message_id for m in t.messages] for t in second.turns)
+        interrupted = await events(restarted.engine, "turn_interrupted")
+        assert sorted(e.reason for e in interrupted) == ["retry", "retry"]
+        dropped = await events(restarted.engine, "gate_dropped")
+        assert [(e.message_id, e.reason) for e in dropped] == [(stale, "stale_at_restart")]
     finally:
         await restarted.stop()
 
@@ -321,7 +326,7 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     first.block = asyncio.Event()
     runtime = await start_runtime(tmp_path, store_url, first)
     stream = group("g13")
-    await say(runtime, message("牛牛在吗", stream=stream, user_id="1"))
+    called = await say(runtime, message("牛牛在吗", stream=stream, user_id="1"))
     await until(lambda: first.turns)  # the stream is busy with this turn
     await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
     waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
@@ -334,8 +339,10 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     second = Recorder()
     restarted = await start_runtime(tmp_path, store_url, second)  # an empty activity cache
     try:
-        await until(lambda: second.turns)
-        turn = second.turns[0]
+        # The name call's cut-off turn runs once more first; then the waiting message.
+        await until(lambda: len(second.turns) == 2)
+        retried, turn = second.turns
+        assert [m.message_id for m in retried.messages] == [called]
         assert [m.message_id for m in turn.messages] == [waiting]
         assert Signal.NATURAL_WINDOW in turn.disposition.signals
     finally:

@@ -1,0 +1,174 @@
+"""Start-up: every message the gate let through ends in one recorded outcome, across a crash.
+
+A crash can cut the path of a message at any instruction. What the store holds afterwards
+says where it was cut, and this module finishes each case before anything new runs:
+
+- a turn that started and has no ending: if it queued a reply (the outbox rows are
+  committed), it finished; if the agent had decided on silence, it was silent; if the batch
+  gate had dropped it, it was dropped; otherwise it was interrupted (`turn_interrupted`):
+  a direct call younger than the re-buffer window is run once more (`retry`: its messages
+  are given back), anything else is given up (`given_up`);
+- messages that passed the gate and no turn took: re-buffered when fresh
+  (rebuffer.py), dropped as `stale_at_restart` when older;
+- messages stored with no gate decision at all (the process stopped between the commit and
+  the gate's event): gated now when fresh, dropped as `stale_at_restart` when older.
+
+Recovery events carry `recovered: true` in their payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from loguru import logger
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
+from pallas.product.llm.kernel.ingress import NextStage, StoredMessage
+from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
+from pallas.product.llm.kernel.scheduler import Scheduler
+from pallas.store import kernel_state
+from pallas.store.kernel_state import StartedTurn
+from pallas.store.ledger import LedgerEvent, LedgerWriter
+
+RECOVERY_HORIZON = timedelta(hours=24)  # how far back start-up looks for cut paths
+STALE_REASON = "stale_at_restart"
+_SIGNALS = frozenset(signal.value for signal in Signal)
+
+
+@dataclass
+class RecoveryDeps:
+    engine: AsyncEngine
+    ledger: LedgerWriter
+    scheduler: Scheduler
+    gate: NextStage  # the ingress gate (Admission): decides on a message and buffers it
+    window: timedelta  # fresher than this is still worth answering
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    interrupted: int = 0
+    retried: int = 0
+    closed: int = 0  # turns found finished, silent, waiting or dropped, their ending lost
+    rebuffered: int = 0
+    regated: int = 0
+    stale: int = 0
+
+
+async def recover_kernel(deps: RecoveryDeps) -> RecoveryReport:
+    now = deps.clock()
+    endings = [await _end_turn(turn, deps, now) for turn in await _unfinished(deps, now)]
+    rebuffered = await rebuffer_unconsumed(deps.engine, deps.scheduler, now - deps.window)
+    stale = await _drop_stale_admitted(deps, now)
+    regated, stale_ungated = await _gate_ungated(deps, now)
+    report = RecoveryReport(
+        interrupted=endings.count("given_up") + endings.count("retry"),
+        retried=endings.count("retry"),
+        closed=sum(e not in ("given_up", "retry") for e in endings),
+        rebuffered=rebuffered,
+        regated=regated,
+        stale=stale + stale_ungated,
+    )
+    if report != RecoveryReport():
+        logger.warning("start-up recovery: {}", report)
+    return report
+
+
+async def _unfinished(deps: RecoveryDeps, now: datetime) -> list[StartedTurn]:
+    return await kernel_state.unfinished_turns(deps.engine, now - RECOVERY_HORIZON)
+
+
+async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str:
+    """Record the ending the crash cut off; the ending's name."""
+    has_outbox, decision = await kernel_state.turn_traces(deps.engine, turn.turn_id)
+    if turn.payload.get("outcome") == Outcome.DROP.value:
+        await deps.ledger.write(_batch_dropped(turn))
+        return "dropped"
+    if decision == "wait" and not has_outbox:
+        # Cut between giving the batch back and saying so: it waits, as it chose to.
+        await kernel_state.release_consumption(deps.engine, turn.turn_id)
+        await deps.ledger.write(_event(turn, "turn_waiting", ""))
+        return "waiting"
+    if has_outbox or decision == "silent":
+        reason = "silent" if decision == "silent" and not has_outbox else "done"
+        await deps.ledger.write(_event(turn, "turn_finished", reason))
+        return reason
+    ids = [int(i) for i in turn.payload.get("message_ids", [])]
+    retry = (
+        _is_direct_call(turn)
+        and turn.created_at >= now - deps.window
+        and not await kernel_state.retried_before(deps.engine, ids)
+    )
+    if retry:
+        await kernel_state.release_consumption(deps.engine, turn.turn_id)
+    ending = "retry" if retry else "given_up"
+    await deps.ledger.write(_event(turn, "turn_interrupted", ending, {"message_ids": ids}))
+    return ending
+
+
+def _is_direct_call(turn: StartedTurn) -> bool:
+    signals = frozenset(Signal(s) for s in turn.payload.get("signals", []) if s in _SIGNALS)
+    outcome = Outcome(turn.payload.get("outcome", Outcome.DELIBERATE.value))
+    return Disposition(outcome, Reason.ATTENTION, signals).is_direct_call
+
+
+async def _drop_stale_admitted(deps: RecoveryDeps, now: datetime) -> int:
+    """Passed the gate, never taken by a turn, and too old to answer now."""
+    rows = await kernel_state.unconsumed_admitted(
+        deps.engine, now - RECOVERY_HORIZON, until=now - deps.window
+    )
+    await deps.ledger.write(
+        *(_stale(row.stream_id, row.person_id, row.message_id) for row in rows)
+    )
+    return len(rows)
+
+
+async def _gate_ungated(deps: RecoveryDeps, now: datetime) -> tuple[int, int]:
+    """Stored, but the process stopped before the gate's event was written."""
+    fresh = stale = 0
+    for row in await kernel_state.ungated_messages(deps.engine, now - RECOVERY_HORIZON):
+        if row.stored_at is not None and row.stored_at >= now - deps.window:
+            stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
+            await deps.gate.on_message(stored)
+            fresh += 1
+        else:
+            await deps.ledger.write(_stale(row.stream_id, row.person_id, row.message_id))
+            stale += 1
+    await deps.ledger.flush()
+    return fresh, stale
+
+
+def _event(
+    turn: StartedTurn, kind: str, reason: str, extra: dict[str, object] | None = None
+) -> LedgerEvent:
+    return LedgerEvent(
+        kind,
+        turn.stream_id,
+        reason=reason,
+        turn_id=turn.turn_id,
+        message_id=turn.message_id,
+        payload={"recovered": True, **(extra or {})},
+    )
+
+
+def _batch_dropped(turn: StartedTurn) -> LedgerEvent:
+    return _event(
+        turn,
+        "gate_dropped",
+        turn.reason or Reason.ATTENTION_FILTERED.value,
+        {"stage": "batch", "message_ids": turn.payload.get("message_ids", [])},
+    )
+
+
+def _stale(stream_id: int, person_id: int, message_id: int) -> LedgerEvent:
+    return LedgerEvent(
+        "gate_dropped",
+        stream_id,
+        reason=STALE_REASON,
+        person_id=person_id,
+        message_id=message_id,
+        payload={"stage": "restart", "recovered": True},
+    )

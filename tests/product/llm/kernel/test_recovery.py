@@ -1,0 +1,198 @@
+"""Start-up recovery on a real store: every message the gate let through ends in exactly one
+recorded outcome, wherever a crash cut its path (pallas/product/llm/kernel/recovery.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import update
+
+from pallas.app import Runtime
+from pallas.core.inbound import InboundMessage
+from pallas.product.llm.kernel.turn import Turn, TurnDecision
+from pallas.store.ledger import LedgerEvent
+from pallas.store.models import Message
+from pallas.store.outbox import NewItem
+from tests.product.llm.kernel.test_kernel import (
+    Recorder,
+    events,
+    say,
+    settle,
+    start_runtime,
+)
+from tests.support.inbound import BOT_ID, group, message, private
+from tests.support.waiting import until
+
+
+async def crash(runtime: Runtime) -> None:
+    """Stop like a killed process would: nothing in flight gets to finish."""
+    await runtime.scheduler.stop(grace_s=0)
+    await runtime.writer.close()
+    await runtime.ledger.close()
+    await runtime.engine.dispose()
+
+
+async def stuck_turn(tmp_path: Path, url: str, msg: InboundMessage) -> tuple[Runtime, Turn, int]:
+    """A runtime whose turn for `msg` started and never ended."""
+    recorder = Recorder()
+    recorder.block = asyncio.Event()
+    runtime = await start_runtime(tmp_path, url, recorder)
+    message_id = await say(runtime, msg)
+    await until(lambda: recorder.turns)
+    await runtime.ledger.write()
+    return runtime, recorder.turns[0], message_id
+
+
+async def restart(tmp_path: Path, url: str) -> tuple[Runtime, Recorder]:
+    recorder = Recorder()
+    return await start_runtime(tmp_path, url, recorder), recorder
+
+
+async def test_a_cut_off_direct_call_runs_once_more_then_is_given_up(
+    tmp_path: Path, store_url: str
+) -> None:
+    msg = message("@牛牛 在吗", stream=group("r1"), mentions=(BOT_ID,))
+    runtime, cut, message_id = await stuck_turn(tmp_path, store_url, msg)
+    await crash(runtime)
+    second, recorder = await restart(tmp_path, store_url)
+    recorder.block = asyncio.Event()  # the retry is cut off too
+    await until(lambda: recorder.turns)
+    assert [m.message_id for m in recorder.turns[0].messages] == [message_id]
+    await second.ledger.write()
+    await crash(second)
+    third, last = await restart(tmp_path, store_url)
+    try:
+        await settle(third)
+        assert last.turns == []  # retried once, never twice
+        ends = await events(third.engine, "turn_interrupted")
+        assert [(e.turn_id, e.reason) for e in ends] == [
+            (cut.turn_id, "retry"),
+            (recorder.turns[0].turn_id, "given_up"),
+        ]
+        assert all(e.payload["message_ids"] == [message_id] for e in ends)
+    finally:
+        await third.stop()
+
+
+async def test_a_cut_off_unsolicited_turn_is_given_up(tmp_path: Path, store_url: str) -> None:
+    recorder = Recorder()
+    recorder.block = asyncio.Event()
+    runtime = await start_runtime(tmp_path, store_url, recorder)
+    stream = group("r2")
+    await say(runtime, message("我说过话", stream=stream, user_id=BOT_ID, from_bot=True))
+    chatter = await say(runtime, message("接着聊", stream=stream, user_id="7"))  # the window
+    await until(lambda: recorder.turns)
+    cut = recorder.turns[0]
+    assert not cut.disposition.is_direct_call
+    await runtime.ledger.write()
+    await crash(runtime)
+    again, second = await restart(tmp_path, store_url)
+    try:
+        await settle(again)
+        assert second.turns == []
+        ends = await events(again.engine, "turn_interrupted")
+        assert [(e.turn_id, e.reason, e.payload["message_ids"]) for e in ends] == [
+            (cut.turn_id, "given_up", [chatter])
+        ]
+    finally:
+        await again.stop()
+
+
+async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
+    tmp_path: Path, store_url: str
+) -> None:
+    msg = message("@牛牛 讲个笑话", stream=group("r3"), mentions=(BOT_ID,))
+    runtime, cut, _ = await stuck_turn(tmp_path, store_url, msg)
+    # The reply was committed with its outbox rows; the turn's ending was not.
+    await runtime.outbox.enqueue(
+        cut.turn_id,
+        cut.stream_id,
+        [NewItem("message", {"text": "从前有座山"})],
+        datetime.now(UTC),
+        bubbles=("从前有座山",),
+    )
+    await crash(runtime)
+    again, recorder = await restart(tmp_path, store_url)
+    try:
+        await settle(again)
+        assert recorder.turns == []
+        finished = await events(again.engine, "turn_finished")
+        assert [(e.turn_id, e.reason, e.payload["recovered"]) for e in finished] == [
+            (cut.turn_id, "done", True)
+        ]
+        assert await events(again.engine, "turn_interrupted") == []
+    finally:
+        await again.stop()
+
+
+async def test_a_turn_that_chose_silence_is_closed_silent(tmp_path: Path, store_url: str) -> None:
+    msg = message("@牛牛 别说话", stream=group("r4"), mentions=(BOT_ID,))
+    runtime, cut, _ = await stuck_turn(tmp_path, store_url, msg)
+    await runtime.ledger.write(
+        LedgerEvent("agent_decided", cut.stream_id, reason="silent", turn_id=cut.turn_id)
+    )
+    await crash(runtime)
+    again, recorder = await restart(tmp_path, store_url)
+    try:
+        await settle(again)
+        assert recorder.turns == []
+        finished = await events(again.engine, "turn_finished")
+        assert [(e.turn_id, e.reason) for e in finished] == [(cut.turn_id, "silent")]
+    finally:
+        await again.stop()
+
+
+async def test_a_message_stored_without_its_gate_decision_is_gated_at_start_up(
+    tmp_path: Path, store_url: str
+) -> None:
+    recorder = Recorder()
+    runtime = await start_runtime(tmp_path, store_url, recorder)
+    # Committed, then the process stopped before the gate's event: no next stage ran.
+    fresh = await runtime.writer.write(
+        message("@牛牛 还在吗", stream=group("r5"), mentions=(BOT_ID,))
+    )
+    old = await runtime.writer.write(
+        message("@牛牛 老消息", stream=group("r6"), mentions=(BOT_ID,))
+    )
+    async with runtime.engine.begin() as conn:
+        await conn.execute(
+            update(Message)
+            .where(Message.id == old.message_id)  # type: ignore[union-attr]
+            .values(stored_at=datetime.now(UTC) - timedelta(minutes=30))
+        )
+    await crash(runtime)
+    again, second = await restart(tmp_path, store_url)
+    try:
+        await until(lambda: second.turns)
+        await settle(again)
+        assert [[m.message_id for m in t.messages] for t in second.turns] == [
+            [fresh.message_id]  # type: ignore[union-attr]
+        ]
+        passed = await events(again.engine, "gate_passed")
+        assert [e.message_id for e in passed] == [fresh.message_id]  # type: ignore[union-attr]
+        dropped = await events(again.engine, "gate_dropped")
+        assert [(e.message_id, e.reason) for e in dropped] == [
+            (old.message_id, "stale_at_restart")  # type: ignore[union-attr]
+        ]
+    finally:
+        await again.stop()
+
+
+async def test_a_turn_cut_while_giving_its_batch_back_waits(tmp_path: Path, store_url: str) -> None:
+    recorder = Recorder()
+    recorder.decide = lambda turn: TurnDecision.WAIT
+    runtime = await start_runtime(tmp_path, store_url, recorder)
+    stream = private("77")
+    first = await say(runtime, message("在吗", stream=stream, user_id="77"))
+    await until(lambda: recorder.turns)
+    await settle(runtime)
+    await crash(runtime)
+    again, second = await restart(tmp_path, store_url)
+    try:
+        await until(lambda: second.turns)
+        assert [m.message_id for m in second.turns[0].messages] == [first]
+        assert await events(again.engine, "turn_interrupted") == []
+    finally:
+        await again.stop()
