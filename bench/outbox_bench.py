@@ -58,7 +58,7 @@ from sqlalchemy import event, func, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
-from pallas.core.actions import Capability  # noqa: E402
+from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup  # noqa: E402
 from pallas.core.inbound import Segment, StreamKey, StreamKind  # noqa: E402
 from pallas.platform.onebot.send import own_message  # noqa: E402
 from pallas.product.llm.delivery import OutgoingReply  # noqa: E402
@@ -196,6 +196,9 @@ class FakeOutlet:
 
     async def is_connected(self, self_id: str) -> bool:
         return self.connected
+
+    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
+        return HISTORY_UNREADABLE
 
 
 # The workload ---------------------------------------------------------------------------------

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class SentLookup:
+    """What the platform's own message history says of a send whose receipt was lost."""
+
+    answered: bool  # False: the history could not be read (no connection, an error)
+    platform_message_id: str | None = None  # the bot's message with that text, if there
+
+
+HISTORY_UNREADABLE = SentLookup(answered=False)
 
 
 class Capability(StrEnum):

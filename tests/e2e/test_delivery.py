@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,15 +189,17 @@ async def test_an_unreported_interrupted_send_is_sent_again_after_a_quick_restar
     await _first_row_sending(scene, napcat, "这句可能发过")
 
     await scene.crash_and_restart()
+    # No echo, and NapCat is not back yet: the row waits for the only witness left.
+    assert scene.timeline.events("delivery_recovered") == []
+    assert _open_rows(scene.timeline) == [("sending", 0), ("pending", 0)]
+
+    back = await scene.connect()  # this NapCat cannot read its history: the old bound decides
     [recovered] = await wait_for(
-        lambda: scene.timeline.events("delivery_recovered"), SLOW, "start-up recovery"
+        lambda: scene.timeline.events("delivery_recovered"), SLOW, "recovery once connected"
     )
     first, second = _outbox(scene.timeline)
     assert recovered["reason"] == "resend"
-    assert _payload(recovered) == {"outbox_id": first["id"], "echo": None}
-    assert _open_rows(scene.timeline) == [("pending", 0), ("pending", 0)]
-
-    back = await scene.connect()
+    assert _payload(recovered) == {"outbox_id": first["id"], "echo": None, "history": "unreadable"}
     await wait_for(lambda: back.confirmed == ["这句可能发过", "这句还没发"], SLOW, "resent")
     # The documented duplicate: the first bubble reached NapCat twice, confirmed once.
     assert scene.attempted() == ["这句可能发过", "这句可能发过", "这句还没发"]
@@ -231,7 +234,11 @@ async def test_a_reported_interrupted_send_is_confirmed_and_not_sent_again(scene
     )
     first, second = _outbox(scene.timeline)
     assert recovered["reason"] == "confirmed"
-    assert _payload(recovered) == {"outbox_id": first["id"], "echo": str(echo["message_id"])}
+    assert _payload(recovered) == {
+        "outbox_id": first["id"],
+        "echo": str(echo["message_id"]),
+        "history": "not_asked",
+    }
     assert (first["status"], first["platform_message_id"]) == ("sent", str(echo["message_id"]))
 
     back = await scene.connect()
@@ -242,6 +249,51 @@ async def test_a_reported_interrupted_send_is_confirmed_and_not_sent_again(scene
     [delivered] = scene.timeline.events("delivered")
     assert _payload(delivered)["outbox_id"] == second["id"]
     assert len(scene.model.requests_for(MODEL)) == 1
+
+
+async def test_a_send_whose_receipt_and_echo_died_with_the_process_is_found_in_history(
+    scene: Scene,
+) -> None:
+    napcat = await scene.connect()
+    napcat.unanswered.add(SEND)  # NapCat sends it; the receipt and the echo die with the bot
+    event = await scene.ask(napcat, "这句其实发出去了\n后面这句")
+    turn_id = await _reply_committed(scene.timeline, event, ["这句其实发出去了", "后面这句"])
+    await _first_row_sending(scene, napcat, "这句其实发出去了")
+
+    await scene.crash_and_restart()
+    sent_id = next_message_id()
+    back = NapCat(scene.bot.ws_url)
+    back.responders["get_group_msg_history"] = lambda params: {
+        "messages": [_history_message(int(params["group_id"]), "这句其实发出去了", sent_id)]
+    }
+    scene.napcats.append(back)
+    await back.connect()
+    [recovered] = await wait_for(
+        lambda: scene.timeline.events("delivery_recovered"), SLOW, "recovery once connected"
+    )
+    first, _second = _outbox(scene.timeline)
+    assert recovered["reason"] == "confirmed"
+    assert _payload(recovered) == {"outbox_id": first["id"], "echo": None, "history": "found"}
+    await wait_for(lambda: back.confirmed == ["后面这句"], SLOW, "the second bubble sent")
+    assert scene.attempted() == ["这句其实发出去了", "后面这句"]  # never sent twice
+    # What the history showed is now the bot's message in the timeline.
+    assert scene.timeline.messages(sent_id)[0]["from_bot"] == 1
+    await _settled(scene, turn_id, ["这句其实发出去了", "后面这句"], echoed=1)
+
+
+def _history_message(group_id: int, said: str, message_id: int) -> dict[str, Any]:
+    """One entry of NapCat's get_group_msg_history answer: the bot's own message."""
+    return {
+        "self_id": SELF_ID,
+        "user_id": SELF_ID,
+        "time": int(time.time()),
+        "message_id": message_id,
+        "message_type": "group",
+        "group_id": group_id,
+        "sender": {"user_id": SELF_ID, "nickname": "bot", "card": ""},
+        "message": [{"type": "text", "data": {"text": said}}],
+        "post_type": "message_sent",
+    }
 
 
 # ----- helpers ---------------------------------------------------------------------------------

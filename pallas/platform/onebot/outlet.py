@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import nonebot
@@ -21,12 +22,14 @@ from loguru import logger
 from nonebot.adapters.onebot.v11 import Bot
 from nonebot.exception import AdapterException
 
-from pallas.core.actions import Capability, reaction_id
-from pallas.core.inbound import Segment, SegmentKind, StreamKey
-from pallas.core.text import excerpt
+from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup, reaction_id
+from pallas.core.inbound import InboundMessage, Segment, SegmentKind, StreamKey, StreamKind
+from pallas.core.text import excerpt, render_plain_text
+from pallas.platform.onebot.segments import convert_segments
 from pallas.platform.onebot.send import (
     Clock,
     Recorder,
+    own_message,
     poke_and_record,
     send_and_record,
     utc_now,
@@ -51,6 +54,9 @@ def capabilities_for(app_name: str) -> frozenset[Capability]:
     return frozenset()
 
 
+HISTORY_COUNT = 20  # newest messages of a chat asked for when a receipt was lost
+HISTORY_TIMEOUT_S = 5.0
+CLOCK_SLACK_S = 5  # NapCat's clock and ours may differ a little
 PROBE_TIMEOUT_S = 5.0  # one get_version_info; NapCat answers in milliseconds when well
 PROBE_RETRY_S = 30.0  # after a failed or unanswered probe, ask again this much later
 PROBE_WAIT_S = 1.0  # how long a turn waits for a probe in flight before going on without it
@@ -166,6 +172,23 @@ class OneBotOutlet:
             return False
         return True
 
+    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
+        """Whether the bot's message with this text went out since `since`, per NapCat's
+        message history (the witness left when both the receipt and the echo were lost with
+        a connection). Found, it is recorded in the timeline like any own message."""
+        bot = _connected_bot(stream.self_id, _where(stream))
+        if bot is None:
+            return HISTORY_UNREADABLE
+        messages = await _recent_history(bot, stream)
+        if messages is None:
+            return HISTORY_UNREADABLE
+        for item in messages:
+            found = _own_message_with_text(item, stream, text, since)
+            if found is not None:
+                await self._recorder.accept(found)
+                return SentLookup(answered=True, platform_message_id=found.platform_message_id)
+        return SentLookup(answered=True)
+
     async def is_connected(self, self_id: str) -> bool:
         """Whether that bot account has a live connection (sends would have a chance)."""
         return self_id in nonebot.get_bots()
@@ -225,6 +248,44 @@ async def _ask_capabilities(bot: Bot, timeout_s: float) -> frozenset[Capability]
         ", ".join(sorted(capabilities)) or "none",
     )
     return capabilities
+
+
+async def _recent_history(bot: Bot, stream: StreamKey) -> list[Any] | None:
+    """The chat's newest messages from NapCat, or None when it cannot say."""
+    if stream.kind is StreamKind.GROUP:
+        action, target = "get_group_msg_history", {"group_id": stream.external_id}
+    else:
+        action, target = "get_friend_msg_history", {"user_id": stream.external_id}
+    try:
+        data: Any = await asyncio.wait_for(
+            bot.call_api(action, **target, count=HISTORY_COUNT), HISTORY_TIMEOUT_S
+        )
+    except (AdapterException, TimeoutError) as exc:
+        logger.warning("{} for {} failed: {!r}", action, _where(stream), exc)
+        return None
+    messages = data.get("messages") if isinstance(data, dict) else None
+    return messages if isinstance(messages, list) else None
+
+
+def _own_message_with_text(
+    item: Any, stream: StreamKey, text: str, since: datetime
+) -> InboundMessage | None:
+    if not isinstance(item, dict) or str(item.get("user_id")) != stream.self_id:
+        return None
+    seconds = item.get("time")
+    if not isinstance(seconds, int) or seconds < since.timestamp() - CLOCK_SLACK_S:
+        return None
+    raw = item.get("message")
+    pairs = [
+        (str(seg.get("type")), seg.get("data") or {})
+        for seg in (raw if isinstance(raw, list) else [])
+        if isinstance(seg, dict)
+    ]
+    segments = convert_segments(pairs).segments
+    if render_plain_text(segments) != text or item.get("message_id") is None:
+        return None
+    when = datetime.fromtimestamp(seconds, UTC)
+    return own_message(stream, segments, str(item["message_id"]), when)
 
 
 def _connected_bot(self_id: str, where: str) -> Bot | None:

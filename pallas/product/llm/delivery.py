@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from pallas.core.actions import Capability
+from pallas.core.actions import Capability, SentLookup
 from pallas.core.inbound import Segment, StreamKey, StreamKind
 
 
@@ -29,6 +30,10 @@ class Outlet(Protocol):
     async def capabilities(self, self_id: str) -> frozenset[Capability]: ...
 
     async def is_connected(self, self_id: str) -> bool: ...
+
+    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
+        """The bot's message with this text sent since `since`, per the platform's history."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from loguru import logger
 
+from pallas.core.actions import HISTORY_UNREADABLE, SentLookup
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.llm.delivery import DeliveryReport, OutgoingReply, Outlet
 from pallas.product.llm.pacing import (
@@ -70,25 +71,46 @@ class OutboxDispatcher:
         self._wake.set()
 
     async def recover(self) -> dict[str, int]:
-        """Resolve rows a previous process left in `sending` (outcome unknown)."""
+        """Resolve rows a previous process left in `sending` (outcome unknown).
+
+        A row whose echo is in the timeline is confirmed at once; the others wait until their
+        bot account is connected and its message history can be asked (see `_consider`).
+        """
         counts = {r.value: 0 for r in Recovery}
         for row in await self._store.interrupted():
-            counts[(await self._resolve_interrupted(row)).value] += 1
+            action = await self._resolve_interrupted(row)
+            if action is not None:
+                counts[action.value] += 1
         if any(counts.values()):
             logger.warning("outbox: interrupted sends at start-up: {}", counts)
         return counts
 
-    async def _resolve_interrupted(self, row: OutboxRow) -> Recovery:
+    async def _resolve_interrupted(self, row: OutboxRow) -> Recovery | None:
+        """Confirm, resend or give up a row left `sending`; None while it must wait for the
+        connection (the platform's history is the only witness left)."""
         now = self._clock()
         echo = await self._echo_of(row, row.updated_at)  # since the send began
-        action = recover_interrupted(row.created_at, echo is not None, now, self.policy)
+        lookup: SentLookup | None = None  # not asked: an echo, or not a message
+        if echo is None and row.kind == "message":
+            if await self._outlet.is_connected(row.stream.self_id):
+                text = str(row.payload.get("text", ""))
+                lookup = await self._outlet.find_sent(row.stream, text, row.updated_at)
+            elif not is_stale(row.created_at, now, self.policy):
+                return None
+        known = lookup or HISTORY_UNREADABLE
+        in_history = known.platform_message_id is not None if known.answered else None
+        action = recover_interrupted(
+            row.created_at, now, self.policy, echoed=echo is not None, in_history=in_history
+        )
+        found = echo or known.platform_message_id
         if action is Recovery.CONFIRMED:
-            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=found)
         elif action is Recovery.RESEND:
             await self._store.mark(row.id, OutboxStatus.PENDING, now)
         else:
             await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
-        self._event(row, "delivery_recovered", action.value, {"echo": echo})
+        detail = {"echo": echo, "history": _history_word(lookup)}
+        self._event(row, "delivery_recovered", action.value, detail)
         return action
 
     async def _echo_of(self, row: OutboxRow, since: datetime) -> str | None:
@@ -126,9 +148,9 @@ class OutboxDispatcher:
 
     async def _consider(self, row: OutboxRow) -> float:
         if row.status == OutboxStatus.SENDING.value:
-            # Left mid-send by a failed status write: resolved like a crash, never blindly.
-            await self._resolve_interrupted(row)
-            return 0.0
+            # Left mid-send by a crash or a failed status write: resolved, never resent blindly.
+            resolved = await self._resolve_interrupted(row)
+            return 0.0 if resolved is not None else IDLE_WAKE_S
         now = self._clock()
         if is_stale(row.created_at, now, self.policy):
             await self._store.mark(row.id, OutboxStatus.EXPIRED, now)
@@ -232,6 +254,14 @@ class OutboxDispatcher:
                 payload={"outbox_id": row.id, **payload},
             )
         )
+
+
+def _history_word(lookup: SentLookup | None) -> str:
+    if lookup is None:
+        return "not_asked"
+    if not lookup.answered:
+        return "unreadable"
+    return "found" if lookup.platform_message_id is not None else "absent"
 
 
 def _age(row: OutboxRow, now: datetime) -> float:

@@ -83,13 +83,24 @@ class Recovery(StrEnum):
 
 
 def recover_interrupted(
-    created_at: datetime, echoed: bool, now: datetime, policy: DeliveryPolicy
+    created_at: datetime,
+    now: datetime,
+    policy: DeliveryPolicy,
+    *,
+    echoed: bool,
+    in_history: bool | None = None,
 ) -> Recovery:
-    """What to do with a row that was being sent when the process stopped."""
-    if echoed:
+    """What to do with a row that was being sent when the process (or its receipt) was lost.
+
+    `echoed`: the platform's report of the message is in the timeline. `in_history`: what the
+    platform's message history says once it can be asked (None: it could not be read).
+    """
+    if echoed or in_history:
         return Recovery.CONFIRMED
-    if (now - created_at).total_seconds() <= policy.resend_window_s:
-        return Recovery.RESEND
+    if in_history is False and not is_stale(created_at, now, policy):
+        return Recovery.RESEND  # the platform says it never went out: sending is safe
+    if in_history is None and (now - created_at).total_seconds() <= policy.resend_window_s:
+        return Recovery.RESEND  # unknowable: young enough that a duplicate beats a loss
     return Recovery.UNKNOWN
 
 

@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import nonebot
@@ -361,6 +361,30 @@ async def test_a_stalled_probe_never_holds_a_turn_and_is_asked_again_later(
     clock[0] += PROBE_RETRY_S
     assert await outlet.capabilities(self_id) == {Capability.POKE, Capability.REACT}
     assert len(napcat.calls_to("get_version_info")) == 2
+
+
+async def test_the_platform_history_says_whether_a_lost_send_went_out(
+    connect: Any, outlet: OneBotOutlet, recorder: Recorder
+) -> None:
+    napcat = await connect()
+    since = datetime.now(UTC) - timedelta(seconds=30)
+    mine = {"user_id": napcat.self_id, "time": int(since.timestamp()) + 10, "message_id": 77}
+    napcat.responders["get_friend_msg_history"] = lambda params: {
+        "messages": [
+            {**mine, "message": [{"type": "text", "data": {"text": "别的"}}]},
+            {**mine, "message_id": 78, "message": [{"type": "text", "data": {"text": "在的"}}]},
+        ]
+    }
+    found = await outlet.find_sent(private(napcat), "在的", since)
+    assert (found.answered, found.platform_message_id) == (True, "78")
+    assert [r.platform_message_id for r in recorder.items] == ["78"]  # now a timeline fact
+    absent = await outlet.find_sent(private(napcat), "没说过", since)
+    assert (absent.answered, absent.platform_message_id) == (True, None)
+    napcat.failing.add("get_group_msg_history")
+    unreadable = await outlet.find_sent(group(napcat), "在的", since)
+    assert not unreadable.answered
+    [params] = napcat.calls_to("get_group_msg_history")
+    assert params["group_id"] == "700"
 
 
 async def test_a_failing_version_call_means_no_capabilities(

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.actions import Capability
+from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup
 from pallas.core.inbound import Segment, SegmentKind, StreamKey
 from pallas.platform.onebot.send import own_message
 from pallas.product.llm.delivery import OutgoingReply
@@ -23,7 +23,6 @@ from pallas.store.models import Event, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import group
-from tests.support.waiting import until
 
 POLICY = DeliveryPolicy(
     min_pause_s=0,
@@ -43,6 +42,8 @@ class Outlet:
     failures: int = 0  # refuse this many sends first
     sent: list[tuple[str, str, str | None]] = field(default_factory=list)
     attempts: int = 0
+    history: SentLookup = HISTORY_UNREADABLE  # what find_sent answers
+    history_asked: int = 0
 
     async def send(
         self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
@@ -66,6 +67,10 @@ class Outlet:
 
     async def is_connected(self, self_id: str) -> bool:
         return self.connected
+
+    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
+        self.history_asked += 1
+        return self.history
 
 
 @dataclass
@@ -335,7 +340,7 @@ async def test_a_crowded_chat_drops_its_oldest_waiting_unsolicited_replies(kit: 
     kit.outlet.connected = True
     assert kit.dispatcher is not None
     kit.dispatcher.wake()
-    await until(lambda: len(kit.outlet.sent) == 4)
+    await drained(kit)
     assert [text for _, text, _ in kit.outlet.sent] == ["第一", "第一续", "点名回答", "第五"]
     statuses = sorted(status for status, _ in await kit.statuses())
     assert statuses == ["dropped"] * 3 + ["sent"] * 4
@@ -354,6 +359,37 @@ async def test_a_direct_reply_is_never_dropped_and_never_waits_behind_chatter(ki
     kit.outlet.connected = True
     assert kit.dispatcher is not None
     kit.dispatcher.wake()
-    await until(lambda: len(kit.outlet.sent) == 8)
+    await drained(kit)
     texts = [text for _, text, _ in kit.outlet.sent]
     assert texts == ["闲聊一", *[f"回答{i}" for i in range(5)], "闲聊三", "闲聊四"]
+
+
+async def test_an_interrupted_send_waits_for_the_platform_history_and_follows_it(kit: Kit) -> None:
+    now = datetime.now(UTC)
+    old = now - timedelta(minutes=5)  # past the blind-resend bound: only the history can tell
+    kit.outlet.connected = False
+    absent = await interrupted(kit, "h1", "没发出去", old)
+    dispatcher = OutboxDispatcher(kit.store, kit.outlet, kit.ledger, POLICY, kit.clock)
+    assert await dispatcher.recover() == {"confirmed": 0, "resend": 0, "unknown": 0}
+    assert ("sending", 0) in await kit.statuses()  # waits: nothing to ask yet
+    kit.outlet.connected = True
+    kit.outlet.history = SentLookup(answered=True)  # NapCat: no such message
+    kit.dispatcher = dispatcher
+    dispatcher.start()
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["没发出去"]
+    found = await interrupted(kit, "h2", "发出去了", old)
+    kit.outlet.history = SentLookup(answered=True, platform_message_id="h2-id")
+    dispatcher.wake()
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["没发出去"]  # not sent again
+    async with kit.engine.connect() as conn:
+        rows = dict(
+            (await conn.execute(select(OutboxItem.id, OutboxItem.platform_message_id))).all()
+        )
+    assert rows[found] == "h2-id" and rows[absent] is not None
+    recovered = await kit.events("delivery_recovered")
+    assert [(e.reason, e.payload["history"]) for e in recovered] == [
+        ("resend", "absent"),
+        ("confirmed", "found"),
+    ]

@@ -58,18 +58,26 @@ def test_the_global_bucket_drains_a_backlog_slowly() -> None:
 
 
 @pytest.mark.parametrize(
-    ("age_s", "echoed", "expected"),
+    ("age_s", "echoed", "in_history", "expected"),
     [
-        (5, True, Recovery.CONFIRMED),
-        (500, True, Recovery.CONFIRMED),
-        (5, False, Recovery.RESEND),
-        (30, False, Recovery.RESEND),
-        (31, False, Recovery.UNKNOWN),
+        (5, True, None, Recovery.CONFIRMED),
+        (500, True, None, Recovery.CONFIRMED),
+        (5, False, True, Recovery.CONFIRMED),
+        (500, False, True, Recovery.CONFIRMED),
+        (5, False, False, Recovery.RESEND),
+        (500, False, False, Recovery.RESEND),  # the platform says it never went out
+        (601, False, False, Recovery.UNKNOWN),  # stale: out of context by now
+        (5, False, None, Recovery.RESEND),  # history unreadable: the old bound decides
+        (30, False, None, Recovery.RESEND),
+        (31, False, None, Recovery.UNKNOWN),
     ],
 )
-def test_an_interrupted_send(age_s: float, echoed: bool, expected: Recovery) -> None:
+def test_an_interrupted_send(
+    age_s: float, echoed: bool, in_history: bool | None, expected: Recovery
+) -> None:
     created = T - timedelta(seconds=age_s)
-    assert recover_interrupted(created, echoed, T, DeliveryPolicy()) is expected
+    policy = DeliveryPolicy()
+    assert recover_interrupted(created, T, policy, echoed=echoed, in_history=in_history) is expected
 
 
 def test_staleness() -> None:

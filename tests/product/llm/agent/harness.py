@@ -11,6 +11,7 @@ import asyncio
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import select
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.app import KernelConfig, Runtime
 from pallas.config import load_settings
-from pallas.core.actions import Capability
+from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup
 from pallas.core.inbound import InboundMessage, Segment, StreamKey
 from pallas.platform.onebot.send import own_message, utc_now
 from pallas.product.llm.agent.config import AgentConfig
@@ -78,6 +79,9 @@ class RecordingOutlet:
 
     async def is_connected(self, self_id: str) -> bool:
         return self.connected
+
+    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
+        return HISTORY_UNREADABLE
 
 
 async def start_agent(
