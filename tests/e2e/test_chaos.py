@@ -2,11 +2,13 @@
 
 The real bot process, a fake NapCat over a real WebSocket (a new client after each restart, as
 NapCat reconnects) and the fake model over real HTTP, which always answers with a `reply` whose
-text is unique. Per seed (`random.Random(seed)`): one data dir; 150 messages in 20 groups, 30
-of them @ the bot, sent at a steady pace; the bot killed with SIGKILL 3 or 4 times at seeded
-moments (right after an @, while the @'s turn runs, inside a send before NapCat answers it, or
-anywhere) and started again on the same data dir each time. Messages due while the bot is down
-are not sent at all (an outage: OneBot v11 has no replay). NapCat answers sends with message
+text is unique. Per seed (`random.Random(seed)`): one data dir; 150 messages in 20 groups (a
+few busy ones, so unsolicited replies pile up there), 30 of them @ the bot, sent at a steady
+pace; the bot killed with SIGKILL 3 or 4 times at seeded moments (right after an @, while the
+@'s turn runs, inside a send before NapCat answers it, or anywhere) and started again on the
+same data dir each time. Messages due while the bot is down are not sent at all (an outage:
+OneBot v11 has no replay); after a few of them the chat pauses until the bot is back, so each
+outage costs a handful of messages, not a restart's worth. NapCat answers sends with message
 ids and reports the bot's own messages back as `message_sent` ("report self messages" on). QQ's
 side keeps every message that went out, also one whose answer was lost to the kill, and NapCat
 answers `get_msg` and `get_group_msg_history` from it.
@@ -25,9 +27,12 @@ docs/agent.md):
 - no message row is doubled, and the bot's log has no Traceback.
 
 A failure prints the broken rules and a table of every stored @ (platform id, group, gate,
-the turns that took it with their closing events, their outbox rows).
+the turns that took it with their closing events, their outbox rows). Every run prints its
+stats (kills, counts, how long an @ waited for its answer, seconds spent).
 
-The suite runs two seeds (well under a minute each). The long run, seeds 1..N:
+Timing is real, so one seed does not replay exactly; the seed fixes the plan (the messages,
+the kills, the model's answers). The suite runs seeds 1 and 2 (under a minute each). The long
+run, seeds 1..N:
 
     PALLAS_CHAOS_SEEDS=10 python -m pytest tests/e2e/test_chaos.py
 """
@@ -41,6 +46,7 @@ import os
 import random
 import sqlite3
 import statistics
+import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
@@ -206,7 +212,8 @@ class ChaosNapCat(FakeNapCat):
         group_id = int(params.get("group_id", 0))
         segments = params.get("message") or []
         own = self.group_message(group_id, SELF_ID, segments, post_type="message_sent")
-        own.update(message_sent_type="self", target_id=group_id)
+        # NapCat stamps every message it reports (and keeps in its history) with its time.
+        own.update(message_sent_type="self", target_id=group_id, time=int(time.time()))
         self.qq.record(own)  # from here on the message is in the group
         cut, self.cut_next_send = self.cut_next_send, ""
         if cut == "before_echo":  # NapCat took it; the bot dies before any report or answer
