@@ -4,6 +4,8 @@ recorded outcome, wherever a crash cut its path (pallas/product/llm/kernel/recov
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -50,6 +52,19 @@ async def restart(tmp_path: Path, url: str) -> tuple[Runtime, Recorder]:
     return await start_runtime(tmp_path, url, recorder), recorder
 
 
+@contextlib.asynccontextmanager
+async def crashed_and_restarted(
+    runtime: Runtime, tmp_path: Path, url: str
+) -> AsyncIterator[tuple[Runtime, Recorder]]:
+    """Kill `runtime`, start again on its store, and stop that one after the block."""
+    await crash(runtime)
+    again, recorder = await restart(tmp_path, url)
+    try:
+        yield again, recorder
+    finally:
+        await again.stop()
+
+
 async def test_a_cut_off_direct_call_runs_once_more_then_is_given_up(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -87,17 +102,13 @@ async def test_a_cut_off_unsolicited_turn_is_given_up(tmp_path: Path, store_url:
     cut = recorder.turns[0]
     assert not cut.disposition.is_direct_call
     await runtime.ledger.write()
-    await crash(runtime)
-    again, second = await restart(tmp_path, store_url)
-    try:
+    async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, second):
         await settle(again)
         assert second.turns == []
         ends = await events(again.engine, "turn_interrupted")
         assert [(e.turn_id, e.reason, e.payload["message_ids"]) for e in ends] == [
             (cut.turn_id, "given_up", [chatter])
         ]
-    finally:
-        await again.stop()
 
 
 async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
@@ -113,9 +124,7 @@ async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
         datetime.now(UTC),
         bubbles=("从前有座山",),
     )
-    await crash(runtime)
-    again, recorder = await restart(tmp_path, store_url)
-    try:
+    async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, recorder):
         await settle(again)
         assert recorder.turns == []
         finished = await events(again.engine, "turn_finished")
@@ -123,8 +132,6 @@ async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
             (cut.turn_id, "done", True)
         ]
         assert await events(again.engine, "turn_interrupted") == []
-    finally:
-        await again.stop()
 
 
 async def test_a_turn_that_chose_silence_is_closed_silent(tmp_path: Path, store_url: str) -> None:
@@ -133,15 +140,11 @@ async def test_a_turn_that_chose_silence_is_closed_silent(tmp_path: Path, store_
     await runtime.ledger.write(
         LedgerEvent("agent_decided", cut.stream_id, reason="silent", turn_id=cut.turn_id)
     )
-    await crash(runtime)
-    again, recorder = await restart(tmp_path, store_url)
-    try:
+    async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, recorder):
         await settle(again)
         assert recorder.turns == []
         finished = await events(again.engine, "turn_finished")
         assert [(e.turn_id, e.reason) for e in finished] == [(cut.turn_id, "silent")]
-    finally:
-        await again.stop()
 
 
 async def test_a_message_stored_without_its_gate_decision_is_gated_at_start_up(
@@ -162,9 +165,7 @@ async def test_a_message_stored_without_its_gate_decision_is_gated_at_start_up(
             .where(Message.id == old.message_id)  # type: ignore[union-attr]
             .values(stored_at=datetime.now(UTC) - timedelta(minutes=30))
         )
-    await crash(runtime)
-    again, second = await restart(tmp_path, store_url)
-    try:
+    async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, second):
         await until(lambda: second.turns)
         await settle(again)
         assert [[m.message_id for m in t.messages] for t in second.turns] == [
@@ -176,8 +177,6 @@ async def test_a_message_stored_without_its_gate_decision_is_gated_at_start_up(
         assert [(e.message_id, e.reason) for e in dropped] == [
             (old.message_id, "stale_at_restart")  # type: ignore[union-attr]
         ]
-    finally:
-        await again.stop()
 
 
 async def test_a_turn_cut_while_giving_its_batch_back_waits(tmp_path: Path, store_url: str) -> None:
@@ -188,11 +187,7 @@ async def test_a_turn_cut_while_giving_its_batch_back_waits(tmp_path: Path, stor
     first = await say(runtime, message("在吗", stream=stream, user_id="77"))
     await until(lambda: recorder.turns)
     await settle(runtime)
-    await crash(runtime)
-    again, second = await restart(tmp_path, store_url)
-    try:
+    async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, second):
         await until(lambda: second.turns)
         assert [m.message_id for m in second.turns[0].messages] == [first]
         assert await events(again.engine, "turn_interrupted") == []
-    finally:
-        await again.stop()
