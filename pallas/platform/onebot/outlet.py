@@ -200,9 +200,9 @@ class OneBotOutlet:
         on with nothing offered; the probe goes on (PROBE_TIMEOUT_S) and is asked again
         PROBE_RETRY_S after a failure. Unknown is never cached as "none".
         """
-        bot = _connected_bot(self_id, f"bot {self_id}")
-        if bot is None:
-            return frozenset()
+        bot = nonebot.get_bots().get(self_id)
+        if not isinstance(bot, Bot):
+            return frozenset()  # not connected: nothing to offer, and nothing went wrong
         probe = self.probe(self_id, bot)
         if probe.capabilities is None and probe.task is not None:
             with contextlib.suppress(TimeoutError):
