@@ -28,7 +28,12 @@ from pallas.product.llm.agent.actions import (
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
 from pallas.product.llm.agent.toolbox import TurnToolbox
-from pallas.product.llm.assembler.context import AssemblyDeps, PreparedTurn, assemble_context
+from pallas.product.llm.assembler.context import (
+    AssemblyDeps,
+    ContextLine,
+    PreparedTurn,
+    assemble_context,
+)
 from pallas.product.llm.delivery import OutgoingReply, Outlet, ReplyDelivery, should_quote
 from pallas.product.llm.kernel.gate import Outcome
 from pallas.product.llm.kernel.turn import Turn, TurnDecision
@@ -101,7 +106,7 @@ class AgentTurnHandler:
     async def _reply(self, turn: Turn, prepared: PreparedTurn, decision: ReplyDecision) -> None:
         for intent in decision.reply.intents:
             self._event(turn, "reply_intent", intent.kind.value, {"value": intent.value})
-        target = prepared.line(decision.target) if decision.target is not None else None
+        target = answered_line(prepared, decision.target)
         newest = await newest_message_id(self._deps.engine, turn.stream_id)
         quote = None
         if target is not None and should_quote(turn.stream.kind, target.message_id, newest):
@@ -187,6 +192,15 @@ def build_frame(
         max_bubbles=config.max_bubbles,
         max_chars=config.reply_max_chars,
     )
+
+
+def answered_line(prepared: PreparedTurn, target: int | None) -> ContextLine | None:
+    """The message a reply answers: the model's target, else the batch's newest message
+    (models mostly leave the optional target out; code, not the model, decides quotes)."""
+    if target is not None:
+        return prepared.line(target)
+    batch = prepared.batch
+    return batch[-1] if batch else None
 
 
 def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
