@@ -5,21 +5,21 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup
-from pallas.core.inbound import Segment, SegmentKind, StreamKey
+from pallas.core.inbound import Segment, SegmentKind, Sender, StreamKey
 from pallas.platform.onebot.send import own_message
 from pallas.product.llm.delivery import OutgoingReply
 from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
 from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.store.ledger import LedgerWriter
-from pallas.store.models import Event, OutboxItem, Reply
+from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import group
@@ -393,3 +393,39 @@ async def test_an_interrupted_send_waits_for_the_platform_history_and_follows_it
         ("resend", "absent"),
         ("confirmed", "found"),
     ]
+
+
+async def _stored(kit: Kit, stream: str, text: str, *, from_bot: bool, at: datetime) -> None:
+    """A message in the timeline, stored at `at` (the writer stamps now; set it after)."""
+    segments = (Segment(SegmentKind.TEXT, text=text),)
+    msg = own_message(group(stream), segments, f"m{next(_ids)}", at)
+    if not from_bot:
+        msg = replace(msg, sender=Sender(user_id="42"), from_bot=False)
+    written = await kit.timeline.write(msg)
+    async with kit.engine.begin() as conn:
+        await conn.execute(
+            update(Message).where(Message.id == written.message_id).values(stored_at=at)  # type: ignore[union-attr]
+        )
+
+
+@pytest.mark.parametrize(
+    ("case", "from_bot", "stored_after_s"),
+    [
+        ("a member said the same words after the send began", False, 2),
+        ("the bot said the same words before this send began", True, -2),
+        ("the same words between the row's creation and its send", True, -30),
+    ],
+)
+async def test_only_the_bots_own_report_of_this_send_counts_as_its_echo(
+    kit: Kit, case: str, from_bot: bool, stored_after_s: float
+) -> None:
+    now = datetime.now(UTC)
+    began = now - timedelta(seconds=10)
+    row = await interrupted(kit, "e1", "好的", now - timedelta(seconds=50))  # queued a while
+    await kit.store.mark(row, OutboxStatus.SENDING, began)  # ... and its send began later
+    await _stored(
+        kit, "e1", "好的", from_bot=from_bot, at=began + timedelta(seconds=stored_after_s)
+    )
+    dispatcher = OutboxDispatcher(kit.store, kit.outlet, kit.ledger, POLICY, kit.clock)
+    counts = await dispatcher.recover()  # history unreadable: only the echo could confirm it
+    assert counts["confirmed"] == 0, case
