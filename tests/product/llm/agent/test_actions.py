@@ -7,6 +7,7 @@ import pytest
 from pallas.core.actions import Capability
 from pallas.core.inbound import StreamKind
 from pallas.product.llm.agent.actions import (
+    MAX_WAIT_S,
     Action,
     DecisionFrame,
     FrameInputs,
@@ -135,3 +136,29 @@ def test_a_reply_is_shaped_before_it_is_accepted() -> None:
     assert isinstance(result, ReplyDecision)
     assert result.reply.bubbles == ("好呀",)
     assert [i.value for i in result.reply.intents] == ["开心"]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("poke", {"user_id": "43"}),
+        ("react", {"message_id": 10, "emoji": "赞"}),
+        ("wait", {"seconds": 5}),
+        ("silent", {"reason": "x"}),
+    ],
+)
+def test_an_action_not_offered_this_turn_is_refused(
+    name: str, arguments: dict[str, object]
+) -> None:
+    only_reply = frame(actions=frozenset({A.REPLY}))  # e.g. no capability, already waited
+    result = validate_call(name, arguments, only_reply)
+    assert isinstance(result, ProtocolError)
+    assert result.fault is ProtocolFault.ILLEGAL_ACTION and "这一轮不能用" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"), [(0, 0), (30, 30), (MAX_WAIT_S, MAX_WAIT_S), (10**6, MAX_WAIT_S)]
+)
+def test_a_wait_is_capped(seconds: int, expected: int) -> None:
+    result = validate_call("wait", {"seconds": seconds}, frame())
+    assert isinstance(result, WaitDecision) and result.seconds == expected
