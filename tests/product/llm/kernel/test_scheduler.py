@@ -206,13 +206,15 @@ async def test_group_wait_holds_until_more_arrives(ledger: LedgerWriter) -> None
         seen.append(([i.message_id for i in batch.items], batch.may_wait))
         return TurnDecision.WAIT if batch.may_wait else TurnDecision.DONE
 
-    scheduler = Scheduler(turn, ledger)
+    clock = [0.0]
+    scheduler = Scheduler(turn, ledger, monotonic=lambda: clock[0], private_wait_s=10)
     scheduler.start()
     first = admitted(6)
     scheduler.submit(first, private=False)
-    await until(lambda: len(seen) == 1)
-    await asyncio.sleep(0.35)  # heartbeats pass; a group does not time out
-    assert len(seen) == 1 and scheduler.buffered(6) == 1
+    await until(lambda: len(seen) == 1 and not scheduler.running)
+    clock[0] += 3_600  # an hour on the scheduler's clock: a private wait would have reopened
+    scheduler.tick()
+    assert len(seen) == 1 and scheduler.buffered(6) == 1  # a group waits for more, however long
     second = admitted(6)
     scheduler.submit(second, private=False)
     await until(lambda: len(seen) == 2)
