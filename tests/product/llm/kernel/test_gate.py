@@ -160,7 +160,7 @@ CASES: list[tuple[str, GateRequest, Outcome, Reason]] = [
     ),
     ("nothing is filtered", GROUP, Outcome.DROP, Reason.ATTENTION_FILTERED),
     (
-        "poke text never counts as the name",
+        "a poke between members raises no signal, even the name",
         replace(GROUP, is_poke=True, called_by_name=True, pokes_in_window=1),
         Outcome.DROP,
         Reason.ATTENTION_FILTERED,
@@ -172,6 +172,15 @@ CASES: list[tuple[str, GateRequest, Outcome, Reason]] = [
 def test_rule(name: str, req: GateRequest, outcome: Outcome, reason: Reason) -> None:
     decided = decide_disposition(req, POLICY)
     assert (decided.outcome, decided.reason) == (outcome, reason)
+
+
+def test_poke_text_never_counts_as_the_name() -> None:
+    # A poke AT the bot (so not the members-poking-each-other early return) whose facts
+    # claim the name: only the poke is a signal.
+    poke = replace(GROUP, is_poke=True, poked_me=True, called_by_name=True, pokes_in_window=1)
+    decided = decide_disposition(poke, POLICY)
+    assert (decided.outcome, decided.reason) == (Outcome.DELIBERATE, Reason.ATTENTION)
+    assert decided.signals == {Signal.POKED_ME}
 
 
 def test_signals_are_reported_even_when_dropped() -> None:
