@@ -6,9 +6,10 @@ Two checks, both needed on every hop of a fetch, redirects included:
 The caller then connects to an address this returned (never re-resolving the name), so a
 DNS answer that changes between check and connect (rebinding) cannot reach an inner address.
 
-Blocked ranges are listed explicitly instead of using `ipaddress.is_private`/`is_global`: those
-also flag the documentation ranges (TEST-NET), which tests use as stand-in public addresses,
-and their exact contents vary between Python versions.
+Blocked ranges are listed explicitly instead of using `ipaddress.is_private`/`is_global`:
+their exact contents vary between Python versions. Tests never rely on an allowance here: they
+inject a `Resolver` that maps fake names to stand-in public addresses, and the fetch tool's
+test-only `connect_override` dials those at a local server.
 """
 
 from __future__ import annotations
@@ -37,9 +38,12 @@ _BLOCKED_V4 = tuple(
         "169.254.0.0/16",  # link-local; includes 169.254.169.254 (cloud metadata)
         "172.16.0.0/12",  # RFC 1918
         "192.0.0.0/24",  # IETF protocol assignments
+        "192.0.2.0/24",  # TEST-NET-1 (documentation): never a real public host
         "192.88.99.0/24",  # 6to4 relay anycast
         "192.168.0.0/16",  # RFC 1918
         "198.18.0.0/15",  # benchmarking, used inside some networks
+        "198.51.100.0/24",  # TEST-NET-2 (documentation)
+        "203.0.113.0/24",  # TEST-NET-3 (documentation)
         "224.0.0.0/4",  # multicast
         "240.0.0.0/4",  # reserved, includes broadcast 255.255.255.255
     )
@@ -52,6 +56,7 @@ _BLOCKED_V6 = tuple(
         "::/96",  # IPv4-compatible (deprecated): ::127.0.0.1 and friends
         "100::/64",  # discard-only
         "2001::/32",  # Teredo: tunnels to an obfuscated IPv4 address
+        "2001:db8::/32",  # documentation: never a real public host
         "fc00::/7",  # unique local; includes fd00:ec2::254 (AWS metadata)
         "fe80::/10",  # link-local
         "fec0::/10",  # site-local (deprecated)

@@ -180,6 +180,14 @@ CASES = [
             ("remember", {"fact": "y", "important": False}),
         ],
     ),
+    case(
+        "a colon after a word that is no parameter stays in the value",
+        "```\nreply(https://example.com/a, 3)\nsilent(note: 别吵)\n```",
+        [
+            ("reply", {"text": "https://example.com/a", "target_message_id": 3}),
+            ("silent", {"reason": "note: 别吵"}),
+        ],
+    ),
     # 5. Problems become hints: unknown argument kept out, bad calls dropped.
     case(
         "an unknown keyword is dropped, the call kept",
@@ -198,6 +206,29 @@ CASES = [
         '```\nreply(text="好", target_message_id="abc")\n```',
         [],
         issues=['reply 的参数 target_message_id 应为整数，收到的是 "abc"'],
+    ),
+    case(
+        "a fractional number for an integer parameter is not rounded down",
+        '```\nwait(seconds=10.5)\n{"name": "wait", "arguments": {"seconds": 10.5}}\n'
+        "wait(seconds=30.0)\n```",
+        [("wait", {"seconds": 30})],
+        issues=[
+            'wait 的参数 seconds 应为整数，收到的是 "10.5"',
+            "wait 的参数 seconds 应为整数，收到的是 10.5",
+        ],
+    ),
+    case(
+        "infinite and NaN numbers are refused",
+        '```\nremember(fact="a", weight=inf)\nremember(fact="b", weight=NaN)\n'
+        'remember(fact="c", weight=1e999)\n{"name": "remember", "arguments": '
+        '{"fact": "d", "weight": "-Infinity"}}\n```',
+        [],
+        issues=[
+            'remember 的参数 weight 应为数字，收到的是 "inf"',
+            'remember 的参数 weight 应为数字，收到的是 "NaN"',
+            'remember 的参数 weight 应为数字，收到的是 "1e999"',
+            'remember 的参数 weight 应为数字，收到的是 "-Infinity"',
+        ],
     ),
     case(
         "an extra positional value and a repeated keyword",

@@ -1,9 +1,10 @@
 """The web tools against a real local HTTP server: the SSRF guard, caps, HTML to text, search.
 
-The guard refuses 127.0.0.1, where the test server lives, so tests resolve fake public names
-(`public.test`) to documentation addresses (203.0.113.0/24, public for the guard) and the
-fetch tool's `connect_override` seam dials those at the local server. Inner addresses are
-mapped to the server too: a guard that let one through would leave a recorded request.
+The guard refuses 127.0.0.1, where the test server lives, so tests inject a resolver that maps
+fake names (`public.test`) to stand-in public addresses, and the fetch tool's test-only
+`connect_override` seam dials those at the local server; the guard itself allows nothing for
+tests. Inner addresses are mapped to the server too: a guard that let one through would leave a
+recorded request.
 """
 
 from __future__ import annotations
@@ -51,17 +52,28 @@ from pallas.product.llm.tools.web_guard import (
 )
 from tests.support.fake_web import Big, Endless, FakeWebServer, Json, Page, Redirect
 
-PUBLIC_IP = "203.0.113.10"
-OTHER_IP = "203.0.113.11"
+# Stand-ins for public hosts: really public (so the guard passes them on its own merits), and
+# never dialled, since `connect_override` sends them to the local server.
+PUBLIC_IP = "93.184.215.10"
+OTHER_IP = "93.184.215.11"
+BENCHMARK_IP = "198.18.0.7"
+TEREDO_IP = "2001:0:4136:e378:8000:63bf:3fff:fdd2"
+DOCUMENTATION_IPS = ("192.0.2.1", "198.51.100.7", "203.0.113.10")
 NAMES = {
     "public.test": [PUBLIC_IP],
     "other.test": [OTHER_IP],
     "intranet.test": ["127.0.0.1"],
     "mixed.test": [PUBLIC_IP, "10.0.0.5"],
     "localhost": ["127.0.0.1", "::1"],
+    "bench.test": [BENCHMARK_IP],
+    "teredo.test": [TEREDO_IP],
+    "docs.test": list(DOCUMENTATION_IPS),
 }
 # Every address a test dials goes to the local server, blocked ones included (see above).
-DIALLED = (PUBLIC_IP, OTHER_IP, "127.0.0.1", "::1", "169.254.169.254", "10.0.0.1", "10.0.0.5")
+DIALLED = (
+    *(PUBLIC_IP, OTHER_IP, "127.0.0.1", "::1", "169.254.169.254", "10.0.0.1", "10.0.0.5"),
+    *(BENCHMARK_IP, TEREDO_IP, *DOCUMENTATION_IPS),
+)
 
 
 class TableResolver:
@@ -127,9 +139,15 @@ BLOCKED = [
     "2002:7f00:1::1",  # 6to4 of 127.0.0.1
     "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
     "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    *("198.18.0.1", "198.19.255.254", BENCHMARK_IP),  # benchmarking, 198.18.0.0/15
+    *("2001::1", TEREDO_IP),  # Teredo, 2001::/32
+    *DOCUMENTATION_IPS,  # TEST-NET-1/2/3: no allowance for tests
+    "2001:db8::1",  # IPv6 documentation, 2001:db8::/32
+    "::ffff:203.0.113.10",
 ]
 PUBLIC = [
-    *("8.8.8.8", "1.1.1.1", "203.0.113.10", "192.0.2.1", "198.51.100.7"),
+    *("8.8.8.8", "1.1.1.1", PUBLIC_IP, "198.17.255.255", "198.20.0.1"),
+    "2001:4860:4860::8888",  # under 2001::/23 but outside Teredo
     *("2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1", "64:ff9b::808:808"),
 ]
 
@@ -140,12 +158,12 @@ def test_inner_addresses_are_blocked(address: str) -> None:
 
 
 @pytest.mark.parametrize("address", PUBLIC)
-def test_public_and_documentation_addresses_pass(address: str) -> None:
+def test_public_addresses_pass(address: str) -> None:
     assert not is_blocked(ipaddress.ip_address(address))
 
 
 async def test_ip_literals_are_checked_without_a_lookup(resolver: TableResolver) -> None:
-    assert await resolve_public("203.0.113.10", 80, resolver) == ["203.0.113.10"]
+    assert await resolve_public(PUBLIC_IP, 80, resolver) == [PUBLIC_IP]
     with pytest.raises(BlockedAddressError, match=r"拒绝访问内网或本机地址：::1"):
         await resolve_public("[::1]", 80, resolver)
     assert resolver.lookups == []
@@ -158,6 +176,30 @@ async def test_one_inner_answer_among_public_ones_blocks_the_name(
         await resolve_public("mixed.test", 443, resolver)
     with pytest.raises(ToolError, match=r"无法解析域名：nowhere\.test"):
         await resolve_public("nowhere.test", 443, resolver)
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        pytest.param([], id="no answer"),
+        pytest.param([PUBLIC_IP, "not-an-address"], id="one answer is no address"),
+        pytest.param(["", OTHER_IP], id="an empty answer"),
+    ],
+)
+async def test_a_name_resolves_only_when_every_answer_is_an_address(
+    site: FakeWebServer, answers: list[str]
+) -> None:
+    resolver = TableResolver({"odd.test": answers})
+    with pytest.raises(ToolError, match=r"^无法解析域名：odd\.test$"):
+        await resolve_public("odd.test", 80, resolver)
+    site.routes["/"] = Page("<p>should not be read</p>")
+    assert await refused(fetcher(site, resolver), "http://odd.test/") == "无法解析域名：odd.test"
+    assert site.requests == []
+
+
+async def test_every_answer_is_kept_once_in_order() -> None:
+    many = TableResolver({"many.test": [OTHER_IP, PUBLIC_IP, OTHER_IP, f"{PUBLIC_IP}%eth0"]})
+    assert await resolve_public("many.test", 443, many) == [OTHER_IP, PUBLIC_IP]
 
 
 async def test_the_system_resolver_sees_localhost_as_loopback() -> None:
@@ -262,6 +304,11 @@ def test_an_unclosed_head_ends_at_the_first_body_element() -> None:
         ("http://169.254.169.254/latest/meta-data", "169.254.169.254"),
         ("http://10.0.0.1:8080/", "10.0.0.1"),
         ("http://intranet.test/secret", "127.0.0.1"),
+        ("http://bench.test/", BENCHMARK_IP),
+        ("http://teredo.test/", TEREDO_IP),
+        ("http://docs.test/", DOCUMENTATION_IPS[0]),
+        ("http://[2001::1]/", "2001::1"),
+        ("http://198.19.0.1/", "198.19.0.1"),
     ],
 )
 async def test_inner_addresses_are_refused_before_any_request(
@@ -368,6 +415,39 @@ async def test_an_unreachable_site(resolver: TableResolver) -> None:
         port = probe.getsockname()[1]
     tool = WebFetchTool(resolver, connect_override={PUBLIC_IP: ("127.0.0.1", port)})
     assert await refused(tool, "http://public.test/") == "无法连接到网站：public.test"
+
+
+async def test_the_next_checked_answer_is_tried_when_one_does_not_connect(
+    site: FakeWebServer,
+) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    site.routes["/"] = Page("<p>second answer</p>")
+    resolver = TableResolver({"two.test": [OTHER_IP, PUBLIC_IP]})
+    override = {OTHER_IP: ("127.0.0.1", dead_port), PUBLIC_IP: ("127.0.0.1", site.port)}
+    tool = WebFetchTool(resolver, connect_override=override)
+    assert (await fetch(tool, "http://two.test/"))["text"] == "second answer"
+    assert [request.headers["host"] for request in site.requests] == ["two.test"]
+
+
+async def test_an_environment_proxy_is_never_used(
+    site: FakeWebServer, resolver: TableResolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A proxy would dial the name itself, after the guard checked the address: the pinning
+    # only holds if the fetch ignores HTTP(S)_PROXY and connects directly.
+    async with FakeWebServer() as proxy:
+        proxy.routes["/page"] = Page("<p>via the proxy</p>")
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, proxy.url("/"))
+            monkeypatch.setenv(name.lower(), proxy.url("/"))
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        site.routes["/page"] = Page("<p>direct</p>")
+        data = await fetch(fetcher(site, resolver), "http://public.test/page")
+        assert data["text"] == "direct"
+        assert proxy.requests == []
+        assert site.paths() == ["/page"]
 
 
 # A self-signed certificate for public.test only (EC P-256, valid 2000-2100), to check that an

@@ -119,8 +119,8 @@ class WebFetchTool(Tool):
     ) -> None:
         """`connect_override` is a test seam: checked IP -> (host, port) actually dialled.
 
-        Tests resolve fake names to documentation addresses (which pass the guard) and map
-        those to a local server. The guard still runs on the resolved address; production
+        Tests resolve fake names to stand-in public addresses (which pass the guard) and
+        map those to a local server. The guard still runs on the resolved address; production
         code never passes this. `ssl_context`: the trust store (default: the system's).
         """
         self._resolver = resolver or SystemResolver()
