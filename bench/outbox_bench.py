@@ -333,7 +333,8 @@ async def queue_backlog(rig: Rig, plan: Plan, time_heads: bool) -> Queued:
     for turn_id, reply in enumerate(plan.replies, 1):
         key = group_key(reply.group)
         stream_id = rig.streams[key.external_id]
-        outgoing = OutgoingReply(turn_id, stream_id, key, reply.bubbles, reply.quote)
+        # Direct: answers to calls are never dropped by backpressure, so the whole backlog stays.
+        outgoing = OutgoingReply(turn_id, stream_id, key, reply.bubbles, reply.quote, direct=True)
         rows += len((await delivery.deliver(outgoing)).queued)
     enqueue_s = time.perf_counter() - start
     hold_until = time.perf_counter() + HOLD_S

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -373,23 +372,19 @@ ADVERSARIAL = [
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL)
-def test_adversarial_input_returns_quickly(text: str) -> None:
-    started = time.perf_counter()
-    parsed = parse_text_actions(text, FUNCTIONS)
-    assert isinstance(parsed, TextParse)
-    assert time.perf_counter() - started < 2.0
+def test_adversarial_input_is_parsed(text: str) -> None:
+    # How fast: bench/text_protocol_bench.py (no timed assertions in tests).
+    assert isinstance(parse_text_actions(text, FUNCTIONS), TextParse)
 
 
 def test_random_garbage_never_raises() -> None:
     alphabet = "()[]{}（）【】,，=:＝：\"'“”‘’「」`\\<>|｜▁/ \nreply wait text=1 true 好的"
     rng = random.Random(20240601)
-    started = time.perf_counter()
     for _ in range(300):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400)))
         assert isinstance(parse_text_actions(text, FUNCTIONS), TextParse)
     garbage = "".join(rng.choice(alphabet) for _ in range(100_000))
     assert isinstance(parse_text_actions(garbage, FUNCTIONS), TextParse)
-    assert time.perf_counter() - started < 5.0
 
 
 @pytest.mark.parametrize(
