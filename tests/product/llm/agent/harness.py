@@ -29,6 +29,7 @@ from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.store.models import Event
 from tests.support.waiting import until
 
+CHAT_MODEL = "m-chat"  # the model the shared `runtime` fixture (conftest.py) configures
 _platform_ids = itertools.count(900_000)
 # No pauses: the tests look at what is sent, not at the pace (tests/product/llm/test_outbox).
 FAST = DeliveryPolicy(min_pause_s=0, max_pause_s=0, stream_interval_s=0, global_per_second=1e6)

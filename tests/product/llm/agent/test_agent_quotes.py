@@ -4,34 +4,14 @@ test_context.py): code decides quotes, and a reply with no target answers its ba
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from pallas.app import Runtime
-from tests.product.llm.agent.harness import RecordingOutlet, say, settle, start_agent
+from tests.product.llm.agent.harness import CHAT_MODEL, RecordingOutlet, say, settle
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.inbound import BOT_ID, group, message
 from tests.support.waiting import until
 
-MODEL = "m-quote"
-
-
-@pytest.fixture
-def outlet() -> RecordingOutlet:
-    return RecordingOutlet()
-
-
-@pytest.fixture
-async def runtime(
-    tmp_path: Path, store_url: str, model_server: FakeModelServer, outlet: RecordingOutlet
-) -> AsyncIterator[Runtime]:
-    runtime = await start_agent(
-        tmp_path, store_url, outlet=outlet, llm_base_url=model_server.base_url, llm_model=MODEL
-    )
-    yield runtime
-    await runtime.stop()
+MODEL = CHAT_MODEL
 
 
 def reply(delay_s: float = 0.0, **arguments: object) -> Reply:

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from pallas.app import Runtime
 from pallas.core.actions import Capability
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.store.models import Message, OutboxItem, StreamState
-from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
+from tests.product.llm.agent.harness import (
+    CHAT_MODEL,
+    RecordingOutlet,
+    ledger,
+    say,
+    settle,
+    start_agent,
+)
 from tests.support.fake_llm import FakeModelServer, Reply, Status, ToolCallSpec
 from tests.support.inbound import BOT_ID, group, message, private
 
-MODEL = "m-chat"
+MODEL = CHAT_MODEL
 
 
 def call(name: str, **arguments: object) -> Reply:
@@ -30,26 +35,6 @@ TERMINAL_NAMES = {"reply", "silent", "wait", "react", "poke"}
 
 def tool_names(body: dict[str, Any]) -> set[str]:
     return {tool["function"]["name"] for tool in body.get("tools", [])}
-
-
-@pytest.fixture
-def outlet() -> RecordingOutlet:
-    return RecordingOutlet()
-
-
-@pytest.fixture
-async def runtime(
-    tmp_path: Path, store_url: str, model_server: FakeModelServer, outlet: RecordingOutlet
-) -> AsyncIterator[Runtime]:
-    runtime = await start_agent(
-        tmp_path,
-        store_url,
-        outlet=outlet,
-        llm_base_url=model_server.base_url,
-        llm_model=MODEL,
-    )
-    yield runtime
-    await runtime.stop()
 
 
 async def test_an_at_message_gets_a_reply_with_every_step_under_one_turn(
