@@ -22,6 +22,12 @@ class UnreadableNoticeError(ValueError):
     """A notice of a kind the timeline records, without the fields it needs."""
 
 
+def is_recorded_notice(notice_type: str, sub_type: str) -> bool:
+    """Whether notices of this kind become facts (typing and profile likes, say, do not)."""
+    name = f"notify.{sub_type}" if notice_type == "notify" else notice_type
+    return name in _READERS
+
+
 def read_group_notice(data: Data) -> GroupNotice | None:
     """The fact a group notice records; None for notices outside the timeline."""
     reader = _READERS.get(_notice_name(data))

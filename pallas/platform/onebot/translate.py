@@ -36,7 +36,11 @@ from pallas.core.inbound import (
 )
 from pallas.core.text import excerpt, render_plain_text
 from pallas.platform.onebot import PLATFORM
-from pallas.platform.onebot.group_notices import UnreadableNoticeError, read_group_notice
+from pallas.platform.onebot.group_notices import (
+    UnreadableNoticeError,
+    is_recorded_notice,
+    read_group_notice,
+)
 from pallas.platform.onebot.segments import convert_segments
 
 
@@ -205,6 +209,9 @@ def _notice(event: NoticeEvent) -> InboundEvent | None:
 
 def _group_notice(event: NoticeEvent) -> GroupNotice | None:
     """Essence, cards, bans, titles...; None for notices outside the timeline."""
+    notice_type, sub_type = event.notice_type, getattr(event, "sub_type", "")
+    if not is_recorded_notice(str(notice_type), str(sub_type)):
+        return None  # e.g. typing notices, which come often: no copy of the event made
     try:
         return read_group_notice(model_dump(event))
     except UnreadableNoticeError as exc:
