@@ -19,10 +19,7 @@ import bisect
 import gc
 import itertools
 import math
-import os
-import platform
 import random
-import sqlite3
 import sys
 import tempfile
 import time
@@ -40,6 +37,7 @@ if str(REPO_ROOT) not in sys.path:
 from loguru import logger  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
+from bench.machine import machine_line  # noqa: E402
 from pallas.app import Runtime  # noqa: E402
 from pallas.config import load_settings  # noqa: E402
 from pallas.core.inbound import InboundMessage, StreamKind  # noqa: E402
@@ -64,7 +62,10 @@ from pallas.product.llm.kernel.turn import Turn, TurnDecision  # noqa: E402
 from pallas.store.ledger import ConsumeMessages  # noqa: E402
 from tests.support.inbound import BOT_ID, group, message, private  # noqa: E402
 
-GATE_P99_TARGET_US = 50.0
+# About 3x the recorded p99 (3.3 µs and 39 µs): a real regression crosses them, run-to-run
+# noise does not. Judged on p99 minus the timed no-op call's median (the timer's own cost).
+GATE_P99_TARGET_US = 10.0  # decide_disposition
+PATH_P99_TARGET_US = 120.0  # gate_request + decide_disposition over ~200 sightings
 TURN_P99_TARGET_MS = 5.0
 NAMES = ("牛牛",)
 SEED = 7
@@ -377,7 +378,7 @@ def admission_path(
     decide_disposition(gate_request(asker, facts, activity, policy, now), policy)
 
 
-def run_gate_bench(calls: int) -> tuple[list[Timing], list[int], bool]:
+def run_gate_bench(calls: int) -> tuple[list[Timing], list[int]]:
     policy = GatePolicy()
     mix = gate_mix()
     for label, _, req, expected in mix:
@@ -405,8 +406,7 @@ def run_gate_bench(calls: int) -> tuple[list[Timing], list[int], bool]:
         f"sightings, {len(path_args)} requests in rotation: "
         + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
     )
-    ok = timings[1].us(99) < GATE_P99_TARGET_US
-    return timings, overhead, ok
+    return timings, overhead
 
 
 def report_gate(timings: list[Timing], overhead: list[int], calls: int) -> None:
@@ -428,16 +428,23 @@ def report_gate(timings: list[Timing], overhead: list[int], calls: int) -> None:
         "(per-call figures include the timer: subtract the no-op row for the net cost; "
         "calls/s is one batch-timed loop, loop overhead included)"
     )
-    gate = timings[1]
+    report_gate_targets(timings)
+
+
+def report_gate_targets(timings: list[Timing]) -> None:
+    """PASS/MISS on p99 net of the timer: minus the timed no-op call's median."""
+    noop, gate, path = timings[0], timings[1], timings[2]
+    floor = noop.us(50)
     print(
-        f"\ndecide_disposition p99 µs       {gate.us(99):8.3f}   target < {GATE_P99_TARGET_US:.0f}"
-        f"     {verdict(gate.us(99) < GATE_P99_TARGET_US)}"
+        f"\ntargets on p99 net of the timed no-op call's median ({floor:.3f} µs: the timer and "
+        "one Python call)"
     )
-    path = timings[2]
-    print(
-        f"gate_request + decide p99 µs    {path.us(99):8.3f}   same budget    "
-        f"{verdict(path.us(99) < GATE_P99_TARGET_US)}  (informational: the per-message pure path)"
-    )
+    for timing, target in ((gate, GATE_P99_TARGET_US), (path, PATH_P99_TARGET_US)):
+        net = timing.us(99) - floor
+        print(
+            f"  {timing.label + ' p99 µs (net)':52}{net:9.3f}   target < {target:<6.0f}"
+            f"{verdict(net < target)}"
+        )
 
 
 # Part 2: commit to turn start -----------------------------------------------------------------
@@ -837,15 +844,14 @@ def main() -> None:
     args = parse_args()
     logger.remove()
     loop_name, runner = pick_runner(args.loop)
+    print(machine_line("at start", loop_name))
     print(
-        f"turn-kernel benchmark  python {platform.python_version()}, {os.cpu_count()} cpu(s), "
-        f"sqlite {sqlite3.sqlite_version}, loop {loop_name}, "
-        f"gc {'on, frozen after warm-up' if args.gc_freeze else 'on'}, "
-        f"load average {os.getloadavg()[0]:.2f}"
+        "turn-kernel benchmark  "
+        f"gc {'on, frozen after the warm-up' if args.gc_freeze else 'on'} during the load"
     )
     if not args.skip_gate:
         print("\n-- gate, pure --")
-        timings, overhead, _ = run_gate_bench(args.calls)
+        timings, overhead = run_gate_bench(args.calls)
         report_gate(timings, overhead, args.calls)
     rates = [args.rate] + ([args.compare_rate] if args.compare_rate else [])
     missing = 0
@@ -853,6 +859,7 @@ def main() -> None:
         result = runner(run_load(rate, args.seconds, args.streams, args.senders, args.gc_freeze))
         report_load(result, args.streams, args.senders)
         missing += result.missing
+    print(f"\n{machine_line('at end', loop_name)}")
     sys.exit(1 if missing else 0)
 
 

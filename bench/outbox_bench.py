@@ -35,8 +35,6 @@ import bisect
 import gc
 import itertools
 import math
-import os
-import platform
 import random
 import sqlite3
 import sys
@@ -58,6 +56,7 @@ from sqlalchemy import event, func, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
+from bench.machine import machine_line  # noqa: E402
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup  # noqa: E402
 from pallas.core.inbound import Segment, StreamKey, StreamKind  # noqa: E402
 from pallas.platform.onebot.send import own_message  # noqa: E402
@@ -846,12 +845,8 @@ def main() -> None:
     logger.add(lambda m: logged.append(str(m).rstrip()), level="WARNING")
     loop_name, runner = pick_runner(args.loop)
     plan = make_plan(args.replies, args.groups)
-    print(
-        f"outbox benchmark  python {platform.python_version()}, {os.cpu_count()} cpu(s), "
-        f"sqlite {sqlite3.sqlite_version}, loop {loop_name}, load average "
-        f"{os.getloadavg()[0]:.2f}; {args.replies} replies, {plan.bubbles} bubbles, "
-        f"{args.groups} groups"
-    )
+    print(machine_line("at start", loop_name))
+    print(f"outbox benchmark  {args.replies} replies, {plan.bubbles} bubbles, {args.groups} groups")
     with tempfile.TemporaryDirectory(prefix="pallas-outbox-bench-") as tmp:
         paced = runner(run_paced(Path(tmp) / "paced.db", plan, args.seconds))
         report_paced(paced)
@@ -861,6 +856,7 @@ def main() -> None:
         print(f"  [log] {line}")
     if len(logged) > 5:
         print(f"  [log] ... {len(logged) - 5} more warning/error line(s)")
+    print(f"\n{machine_line('at end', loop_name)}")
     problems = sum(paced.audit.problems.values()) + paced.queued.sent_while_held
     problems += drain_problems(drain) + drain.queued.sent_while_held
     sys.exit(1 if problems else 0)

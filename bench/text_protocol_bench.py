@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import statistics
 import sys
@@ -20,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.machine import machine_line
 from pallas.product.llm.agent.text_protocol import (
     FunctionSpec,
     ParamSpec,
@@ -67,10 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    print(
-        f"python {platform.python_version()} on {platform.processor() or platform.machine()}, "
-        f"load {os.getloadavg()[0]:.2f}"
-    )
+    print(machine_line("at start"))
     worst_overall = 0.0
     for name, text in adversarial().items():
         times = []
@@ -87,6 +84,7 @@ def main() -> int:
     print(
         f"worst parse {worst_overall * 1e3:.1f} ms   target < {TARGET_S * 1e3:.0f} ms   {verdict}"
     )
+    print(machine_line("at end"))
     return 0
 
 
