@@ -116,6 +116,25 @@ CASES = [
         prose="好的",
     ),
     case(
+        "a block holding only unreadable markup still keeps prose calls out",
+        '```\n<tool_call>reply 一下</tool_call>\n```\n别用 reply(text="这个")',
+        [],
+        prose='别用 reply(text="这个")',
+        issues=[FORMAT_HINT],
+    ),
+    case(
+        "a four-backtick block quoting a tagged block reads the markup inside",
+        '````\n```xml\n<invoke name="silent"><parameter name="reason">困了</parameter></invoke>'
+        "\n```\n````",
+        [("silent", {"reason": "困了"})],
+    ),
+    case(
+        "calls in a block and in markup after it are both kept",
+        '```\nreply(text="先说")\n```\n'
+        '<tool_call>{"name": "wait", "arguments": {"seconds": 5}}</tool_call>',
+        [("reply", {"text": "先说"}), ("wait", {"seconds": 5})],
+    ),
+    case(
         "an inline fenced call on one line",
         '```reply(text="嗯嗯")```',
         [("reply", {"text": "嗯嗯"})],
@@ -284,6 +303,44 @@ CASES = [
         issues=[FORMAT_HINT],
     ),
     case(
+        "<tool_call> with JSON inside a code block",
+        '```\n<tool_call>{"name": "reply", "arguments": {"text": "好"}}</tool_call>\n```',
+        [("reply", {"text": "好"})],
+    ),
+    case(
+        "unreadable markup before a call in a block still gets a hint",
+        '```\n<tool_call>reply 一下</tool_call>\nreply(text="x")\n```',
+        [("reply", {"text": "x"})],
+        issues=[FORMAT_HINT],
+    ),
+    case(
+        "a stray closing tag after a call in a block gets a hint",
+        '```\nreply(text="x")</tool_call>\n```',
+        [("reply", {"text": "x"})],
+        issues=[FORMAT_HINT],
+    ),
+    case(
+        "a leaked special token before readable markup in a block keeps its hint",
+        "```\n<|im_start|>\n"
+        '<tool_call>{"name": "reply", "arguments": {"text": "好"}}</tool_call>\n```',
+        [("reply", {"text": "好"})],
+        issues=[FORMAT_HINT],
+    ),
+    case(
+        "a leaked special token before readable markup in prose keeps its hint",
+        '<|im_start|>好的\n<tool_call>{"name": "reply", "arguments": {"text": "来了"}}</tool_call>',
+        [("reply", {"text": "来了"})],
+        prose="好的",
+        issues=[FORMAT_HINT],
+    ),
+    case(
+        "a stray tag in prose before a code block keeps its hint",
+        '好的</tool_call>\n```\nreply(text="x")\n```',
+        [("reply", {"text": "x"})],
+        prose="好的",
+        issues=[FORMAT_HINT],
+    ),
+    case(
         "markup naming an unknown function",
         '<tool_call>{"name": "search", "arguments": {"q": "天气"}}</tool_call>',
         [],
@@ -319,6 +376,61 @@ CASES = [
         '别用 reply(text="这个")\n```\nsilent(reason="算了")\n```',
         [("silent", {"reason": "算了"})],
         prose='别用 reply(text="这个")',
+    ),
+    case(
+        "an unclosed call in prose stays in the prose",
+        '我来回一下 reply(text="好"',
+        [],
+        prose='我来回一下 reply(text="好"',
+        issues=["reply 的调用没有闭合的括号，这次调用没有执行"],
+    ),
+    case(
+        "a call at the very start of the prose is cut out",
+        'reply(text="好")\n然后呢',
+        [("reply", {"text": "好"})],
+        prose="然后呢",
+    ),
+    case(
+        "a call after an unclosed one is still cut out of the prose",
+        '先 reply(text=好 再说\nsilent(reason="累")',
+        [("silent", {"reason": "累"})],
+        prose="先 reply(text=好 再说",
+        issues=["reply 的调用没有闭合的括号，这次调用没有执行"],
+    ),
+    case(
+        "a call between words without spaces cuts only itself",
+        '收到reply(text="好")！',
+        [("reply", {"text": "好"})],
+        prose="收到\n！",
+    ),
+    case(
+        "a call at the very start followed by a backtick is not inline code",
+        'reply(text="好")` 用了 `reply`',
+        [("reply", {"text": "好"})],
+        prose="` 用了 `reply`",
+    ),
+    case(
+        "inline code that is the whole answer",
+        '`reply(text="发你了")`',
+        [("reply", {"text": "发你了"})],
+    ),
+    case(
+        "inline code between punctuation takes only its backticks",
+        '收到：`reply(text="好")`！',
+        [("reply", {"text": "好"})],
+        prose="收到：\n！",
+    ),
+    case(
+        "a semicolon after a call goes with it",
+        'reply(text="好");再见',
+        [("reply", {"text": "好"})],
+        prose="再见",
+    ),
+    case(
+        "several calls in prose leave the words between them",
+        '先回一句 reply(text="好") 然后等等 wait(seconds=5) 就这样',
+        [("reply", {"text": "好"}), ("wait", {"seconds": 5})],
+        prose="先回一句\n然后等等\n就这样",
     ),
     # 9. Broken input yields hints, never an exception.
     case(
@@ -417,6 +529,42 @@ def test_describe_functions_lists_signatures_descriptions_and_rules() -> None:
     for rule in ("同一个代码块", "跨多行", "英文双引号", "不要使用 XML 标签、JSON"):
         assert rule in text
     assert text.endswith('```\nreply(text="好的")\n```')
+
+
+REMIND = FunctionSpec(
+    "remind",
+    (
+        ParamSpec("text", ParamType.STR, required=True),
+        ParamSpec("minutes", ParamType.INT, required=True),
+        ParamSpec("loud", ParamType.BOOL),
+    ),
+)
+
+
+def test_describe_functions_full_text() -> None:
+    # The model reads this verbatim: header, signatures, descriptions, rules and example.
+    text = describe_functions([REMIND, WAIT], {"remind": "提醒群友。\n到点再说一次。"})
+    assert text == "\n".join(
+        [
+            "你可以调用下面这些函数：",
+            "remind(text: str, minutes: int, loud: bool = 可选)",
+            "  提醒群友。",
+            "  到点再说一次。",
+            "wait(seconds: int = 可选)",
+            "",
+            "调用规则：",
+            "1. 所有函数调用都写在回答末尾的同一个代码块里（以 ``` 开头、以 ``` 结尾）。",
+            "2. 每行写一个调用；参数很长时，一个调用也可以跨多行。",
+            '3. 参数写成 参数名=值；字符串值用英文双引号括起来，里面的双引号写成 \\"，'
+            "换行写成 \\n。",
+            "4. 整数和小数直接写数字，布尔值写 true 或 false；标着“可选”的参数不需要时可以不写。",
+            "5. 不要使用 XML 标签、JSON 或其他任何工具调用格式。",
+            "示例：",
+            "```",
+            'remind(text="好的", minutes=1)',
+            "```",
+        ]
+    )
 
 
 def test_describe_functions_example_parses_back() -> None:
