@@ -64,6 +64,7 @@ from pallas.core.inbound import (  # noqa: E402
     StreamKey,
     StreamKind,
 )
+from pallas.product.conversation.ingress import StoredMessage  # noqa: E402
 from pallas.product.llm.agent.actions import DecisionFrame  # noqa: E402
 from pallas.product.llm.agent.config import AgentConfig  # noqa: E402
 from pallas.product.llm.agent.handler import build_frame  # noqa: E402
@@ -83,7 +84,6 @@ from pallas.product.llm.assembler.prompt import (  # noqa: E402
 )
 from pallas.product.llm.kernel.facts import MessageFacts  # noqa: E402
 from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal  # noqa: E402
-from pallas.product.llm.kernel.ingress import StoredMessage  # noqa: E402
 from pallas.product.llm.kernel.trigger import classify_speak_trigger, timeline_size  # noqa: E402
 from pallas.product.llm.kernel.turn import Turn  # noqa: E402
 from pallas.providers.estimate import estimate_tokens  # noqa: E402

@@ -1,6 +1,7 @@
 """The object graph, built once at start-up.
 
-settings -> store -> timeline writer -> ingress -> admission (gate) -> scheduler -> turn runner
+settings -> store -> timeline writer -> ingress -> stage list (silence, gate) -> scheduler
+  -> turn runner
 settings -> model catalog -> model manager (usage rows to the store, traffic to the call log)
 turn runner -> agent (context, decision, delivery through the OneBot outlet)
 """
@@ -20,6 +21,9 @@ from pallas.config import Settings
 from pallas.console.token import ensure_console_token
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.product.conversation.ingress import Ingress
+from pallas.product.conversation.silence import BlockedUsers, SilenceStage
+from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.llm.agent.config import load_agent_config
 from pallas.product.llm.agent.setup import build_agent_handler
 from pallas.product.llm.kernel.admission import (
@@ -28,7 +32,6 @@ from pallas.product.llm.kernel.admission import (
     AdmissionDeps,
     PolicyBook,
 )
-from pallas.product.llm.kernel.ingress import Ingress
 from pallas.product.llm.kernel.policy import GatePolicy
 from pallas.product.llm.kernel.recovery import RecoveryDeps, recover_kernel
 from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
@@ -72,6 +75,7 @@ class Runtime:
     writer: TimelineWriter
     ledger: LedgerWriter
     ingress: Ingress
+    stages: StageList
     scheduler: Scheduler
     admission: Admission
     runner: RunnerDeps
@@ -127,7 +131,8 @@ class Runtime:
                 lottery_seed=LOTTERY_SEED,
             )
         )
-        ingress = Ingress(writer, admission)
+        stages = StageList(_stages(settings, admission), ledger, own=admission)
+        ingress = Ingress(writer, stages)
         outlet = OneBotOutlet(ingress, route=partial(temp_chat_group, engine))
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         tools = build_tools(
@@ -147,6 +152,7 @@ class Runtime:
             writer=writer,
             ledger=ledger,
             ingress=ingress,
+            stages=stages,
             scheduler=scheduler,
             admission=admission,
             runner=runner,
@@ -195,7 +201,7 @@ class Runtime:
                 engine=self.engine,
                 ledger=self.ledger,
                 scheduler=self.scheduler,
-                gate=self.admission,
+                gate=self.stages,
                 window=self.kernel.rebuffer_window,
                 clock=utc_now,
             )
@@ -218,6 +224,14 @@ class Runtime:
         await self.usage.close()
         self.call_log.close()
         await self.engine.dispose()
+
+
+def _stages(settings: Settings, gate: Admission) -> list[Stage]:
+    """What happens to a committed message, in this order (docs/architecture.md)."""
+    return [
+        SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now),
+        gate,
+    ]
 
 
 def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog) -> ModelManager:

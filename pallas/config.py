@@ -29,6 +29,7 @@ _EXPECTED = {
     "PORT": "an integer from 1 to 65535",
     "SUPERUSERS": 'a JSON list of QQ ids such as ["12345"]',
     "NICKNAME": 'a JSON list of names such as ["牛牛"]',
+    "PALLAS_BLOCKED_USERS": 'a JSON list of QQ ids such as ["12345"]',
 }
 
 
@@ -51,6 +52,7 @@ class Settings(BaseSettings):
     onebot_access_token: str = ""
     superusers: list[str] = Field(default_factory=list)
     nickname: list[str] = Field(default_factory=lambda: ["牛牛"])
+    pallas_blocked_users: list[str] = Field(default_factory=list)  # silenced: recorded only
     pallas_data_dir: Path = Path("data")
     pallas_database_url: str = ""
     llm_base_url: str = ""
@@ -68,7 +70,7 @@ class Settings(BaseSettings):
             return None if info.field_name == "pallas_providers_file" else Path("data")
         return value
 
-    @field_validator("superusers", mode="before")
+    @field_validator("superusers", "pallas_blocked_users", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
         if isinstance(value, list | tuple | set):

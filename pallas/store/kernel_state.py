@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
+from pallas.store.audit import MESSAGE_DECISIONS, TURN_ENDINGS
 from pallas.store.models import (
     Event,
     Identity,
@@ -186,7 +187,6 @@ def _pending(
 _started = aliased(Event)
 
 # The events that end a turn; a turn_started with none of them was cut off by a crash.
-TURN_ENDINGS = ("turn_finished", "turn_failed", "turn_waiting", "turn_interrupted")
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[Pending
     """Messages from others stored since `since` with no gate decision and no turn: the
     process stopped between the commit and the gate's event."""
     decided = select(Event.id).where(
-        Event.message_id == Message.id, Event.kind.in_(("gate_passed", "gate_dropped"))
+        Event.message_id == Message.id, Event.kind.in_(MESSAGE_DECISIONS)
     )
     query = (
         select(Message, Stream, Identity.user_id, Identity.nickname)
@@ -268,6 +268,7 @@ async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[Pending
         .where(
             Message.stored_at >= since,
             Message.from_bot.is_(False),
+            Message.suppressed.is_(False),
             Message.turn_id.is_(None),
             ~decided.exists(),
         )

@@ -46,7 +46,14 @@ class SetFollowUpDeclined:
     declined: bool
 
 
-LedgerOp = LedgerEvent | ConsumeMessages | SetFollowUpDeclined
+@dataclass(frozen=True)
+class SuppressMessage:
+    """Flag a stored message as silenced: it stays in the timeline, nobody acts on it."""
+
+    message_id: int
+
+
+LedgerOp = LedgerEvent | ConsumeMessages | SetFollowUpDeclined | SuppressMessage
 
 
 class LedgerWriter:
@@ -108,6 +115,11 @@ async def _apply_in(conn: AsyncConnection, ops: Sequence[LedgerOp], now: Any) ->
     ]
     if claims:  # one statement for every claim in the batch
         await conn.execute(_CLAIM, claims)
+    suppressed = [op.message_id for op in ops if isinstance(op, SuppressMessage)]
+    if suppressed:
+        await conn.execute(
+            update(Message).where(Message.id.in_(suppressed)).values(suppressed=True)
+        )
     for op in ops:
         if isinstance(op, SetFollowUpDeclined):
             await conn.execute(

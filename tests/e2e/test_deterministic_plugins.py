@@ -19,6 +19,7 @@ from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 _self_ids = itertools.count(40_001)
+BLOCKED = 666  # in PALLAS_BLOCKED_USERS: recorded, never answered
 NOTICES = {"8801": {"welcome": "欢迎 {at}（{name}）", "farewell": True}}
 
 
@@ -54,7 +55,11 @@ class NapCat(FakeNapCat):
 
 @pytest.fixture(scope="module")
 async def bot(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BotProcess]:
-    process = BotProcess(tmp_path_factory.mktemp("deterministic"), token=ACCESS_TOKEN)
+    process = BotProcess(
+        tmp_path_factory.mktemp("deterministic"),
+        token=ACCESS_TOKEN,
+        env={"PALLAS_BLOCKED_USERS": json.dumps([str(BLOCKED)])},
+    )
     process.data_dir.mkdir(parents=True)
     (process.data_dir / "notices.json").write_text(json.dumps(NOTICES), encoding="utf-8")
     process.start()
@@ -213,3 +218,33 @@ async def test_welcome_and_farewell_only_where_enabled(napcat: NapCat) -> None:
     calls = await sends(napcat, 2)
     assert calls[1] == {"group_id": 8801, "message": [text("u403 离开了本群，有缘再见。")]}
     assert [c["group_id"] for c in napcat.calls("send_group_msg")] == [8801, 8801]
+
+
+async def test_a_blocked_member_is_recorded_flagged_and_answered_by_nothing(
+    bot: BotProcess, napcat: NapCat, timeline: TimelineDb
+) -> None:
+    now = int(time.time())
+    await say(napcat, timeline, 8401, 131, "屏蔽复读")
+    await say(napcat, timeline, 8401, BLOCKED, "屏蔽复读")  # would complete a run: not answered
+    await say(napcat, timeline, 8401, BLOCKED, [text("牛牛 在吗")])
+    await poke(napcat, 8401, BLOCKED, now)
+    for user in (132, 133):  # the plugins are live: a run of others is repeated
+        await say(napcat, timeline, 8401, user, "换个话题")
+    [call] = await sends(napcat, 1)
+    assert call["message"] == [text("换个话题")]
+    assert napcat.calls("group_poke") == []
+    flagged = "SELECT m.id, m.suppressed FROM message m JOIN stream s ON s.id = m.stream_id "
+    flagged += "JOIN identity i ON i.person_id = m.sender_person_id "
+    flagged += "WHERE s.self_id = ? AND i.user_id = ?"
+    rows = await wait_for(
+        lambda: (r := timeline.query(flagged, str(napcat.self_id), str(BLOCKED)))
+        and len(r) == 3
+        and r,
+        what="the blocked member's three lines",
+    )
+    assert all(row["suppressed"] == 1 for row in rows)
+    events = {e["message_id"]: e for e in timeline.events("stage_suppressed")}
+    for row in rows:
+        assert events[row["id"]]["reason"] == "blocked_user"
+        trail = timeline.query("SELECT kind FROM event WHERE message_id = ?", row["id"])
+        assert [e["kind"] for e in trail] == ["inbound", "stage_suppressed"]  # no gate event

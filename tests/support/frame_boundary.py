@@ -37,7 +37,7 @@ from pallas.platform.onebot.translate import (
     UnsupportedEventError,
     translate_event,
 )
-from pallas.product.llm.kernel.ingress import Ingress
+from pallas.product.conversation.ingress import Ingress
 from pallas.store.engine import create_engine
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.poke_echoes import ECHO_WINDOW

@@ -15,6 +15,7 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
+from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage
 from pallas.product.llm.kernel.activity import HORIZON, Sighting, StreamActivity
 from pallas.product.llm.kernel.facts import (
     Asker,
@@ -24,7 +25,6 @@ from pallas.product.llm.kernel.facts import (
     read_message,
 )
 from pallas.product.llm.kernel.gate import Disposition, decide_disposition
-from pallas.product.llm.kernel.ingress import StoredMessage
 from pallas.product.llm.kernel.policy import GatePolicy, effective_policy
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.trigger import classify_speak_trigger, lottery_roll
@@ -121,12 +121,15 @@ class AdmissionDeps:
 
 
 class Admission:
-    """The stage ingress hands committed messages to (a `NextStage`)."""
+    """The gate, the last stage of the list: every message it sees gets one recorded
+    disposition (`gate_passed` / `gate_dropped`), and what passes goes to the turn buffers."""
+
+    name = "gate"
 
     def __init__(self, deps: AdmissionDeps) -> None:
         self._deps = deps
 
-    async def on_message(self, stored: StoredMessage) -> None:
+    async def on_message(self, stored: StoredMessage) -> StageResult:
         deps, msg = self._deps, stored.message
         now = deps.clock()
         activity = await deps.activities.get(stored.stream_id, msg.stream.self_id, now)
@@ -148,6 +151,7 @@ class Admission:
             deps.scheduler.submit(
                 Admitted(stored, facts, disposition), private=msg.stream.kind is StreamKind.PRIVATE
             )
+        return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
         """The bot spoke: the natural reply window opens again."""

@@ -8,9 +8,9 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
+from pallas.product.conversation.ingress import StoredMessage
 from pallas.product.llm.kernel.facts import MessageFacts
 from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
-from pallas.product.llm.kernel.ingress import StoredMessage
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.turn import Admitted
 from pallas.store import kernel_state

@@ -25,8 +25,8 @@ from datetime import datetime, timedelta
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.ingress import NextStage, StoredMessage
 from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
-from pallas.product.llm.kernel.ingress import NextStage, StoredMessage
 from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.store import kernel_state
@@ -43,7 +43,7 @@ class RecoveryDeps:
     engine: AsyncEngine
     ledger: LedgerWriter
     scheduler: Scheduler
-    gate: NextStage  # the ingress gate (Admission): decides on a message and buffers it
+    gate: NextStage  # the stage list: decides on a message (the gate buffers what passes)
     window: timedelta  # fresher than this is still worth answering
     clock: Callable[[], datetime]
 

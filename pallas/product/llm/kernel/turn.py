@@ -7,9 +7,9 @@ from enum import StrEnum
 from typing import Protocol
 
 from pallas.core.inbound import StreamKey
+from pallas.product.conversation.ingress import StoredMessage
 from pallas.product.llm.kernel.facts import MessageFacts
 from pallas.product.llm.kernel.gate import Disposition
-from pallas.product.llm.kernel.ingress import StoredMessage
 from pallas.product.llm.kernel.trigger import SpeakTrigger
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.llm.kernel.ingress import Ingress, IngressOutcome, StoredMessage
+from pallas.product.conversation.ingress import (
+    CONTINUE,
+    Ingress,
+    IngressOutcome,
+    StageResult,
+    StoredMessage,
+)
 from pallas.store.models import Message
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import member_change, message
@@ -18,7 +24,7 @@ class Recorder:
         self.seen: list[StoredMessage] = []
         self.committed_when_seen: list[bool] = []
 
-    async def on_message(self, stored: StoredMessage) -> None:
+    async def on_message(self, stored: StoredMessage) -> StageResult:
         async with self.engine.connect() as conn:
             found = await conn.execute(
                 select(func.count()).select_from(Message).where(Message.id == stored.message_id)
@@ -27,6 +33,7 @@ class Recorder:
         self.seen.append(stored)
         if self.fail:
             raise RuntimeError("next stage exploded")
+        return CONTINUE
 
 
 async def test_next_stage_sees_each_new_message_once_after_commit(

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.ingress import StoredMessage
 from pallas.product.llm.kernel import scheduler as scheduler_module
 from pallas.product.llm.kernel.facts import MessageFacts
 from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason
-from pallas.product.llm.kernel.ingress import StoredMessage
 from pallas.product.llm.kernel.scheduler import Batch, Scheduler, TurnSource
 from pallas.product.llm.kernel.turn import Admitted, TurnDecision
 from pallas.store.ledger import LedgerWriter

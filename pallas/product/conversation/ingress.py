@@ -28,10 +28,27 @@ class StoredMessage:
     message: InboundMessage
 
 
-class NextStage(Protocol):
-    """What ingress hands committed, new messages to (the gate)."""
+class Verdict(StrEnum):
+    """What the stages after ingress did with a message (see stages.py)."""
 
-    async def on_message(self, stored: StoredMessage) -> None:
+    CONTINUE = "continue"
+    HANDLED = "handled"
+    SUPPRESSED = "suppressed"
+
+
+@dataclass(frozen=True)
+class StageResult:
+    verdict: Verdict
+    reason: str = ""  # a stable snake_case word for the audit (docs/architecture.md)
+
+
+CONTINUE = StageResult(Verdict.CONTINUE)
+
+
+class NextStage(Protocol):
+    """What ingress hands committed, new messages to (the stage list)."""
+
+    async def on_message(self, stored: StoredMessage) -> StageResult:
         """A new message from someone else."""
 
     async def on_own_message(self, stored: StoredMessage) -> None:
@@ -41,8 +58,8 @@ class NextStage(Protocol):
 class NoNextStage:
     """Used while nothing is plugged in after ingress: messages are recorded, nothing more."""
 
-    async def on_message(self, stored: StoredMessage) -> None:
-        return None
+    async def on_message(self, stored: StoredMessage) -> StageResult:
+        return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
         return None
@@ -52,6 +69,7 @@ class IngressOutcome(StrEnum):
     ACCEPTED = "accepted"  # new inbound message, handed to the next stage
     RECORDED = "recorded"  # a notice, or the bot's own message: recorded, nothing to decide
     DUPLICATE = "duplicate"  # seen before: stop here
+    SUPPRESSED = "suppressed"  # recorded and flagged as silenced: nobody else may see it
     FAILED = "failed"  # could not be persisted: stop here
 
 
@@ -87,18 +105,21 @@ class Ingress:
             logger.info("duplicate delivery ignored: {}", describe_inbound(item))
             return IngressResult(IngressOutcome.DUPLICATE)
         stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
-        await self._hand_on(stored)
+        result = await self._hand_on(stored)
         if item.from_bot:
             return IngressResult(IngressOutcome.RECORDED, stored)
+        if result.verdict is Verdict.SUPPRESSED:
+            return IngressResult(IngressOutcome.SUPPRESSED, stored)
         return IngressResult(IngressOutcome.ACCEPTED, stored)
 
-    async def _hand_on(self, stored: StoredMessage) -> None:
+    async def _hand_on(self, stored: StoredMessage) -> StageResult:
         stage = self._next_stage
         try:
             if stored.message.from_bot:
                 await stage.on_own_message(stored)
-            else:
-                await stage.on_message(stored)
+                return CONTINUE
+            return await stage.on_message(stored)
         except Exception as exc:
             # The message is committed; a failing later stage must not lose it or crash ingress.
             logger.opt(exception=exc).error("next stage failed for message {}", stored.message_id)
+            return CONTINUE
