@@ -11,8 +11,13 @@ from enum import StrEnum
 
 
 class EventKind(StrEnum):
-    # ingress and the stage list
+    # ingress (the timeline writer) and the stage list
+    INBOUND = "inbound"  # a new message from someone else was stored
     INBOUND_DUPLICATE = "inbound_duplicate"  # the platform delivered a stored message again
+    MESSAGE_RECALLED = "message_recalled"  # a recall notice (the row stays, flagged)
+    MEMBER_JOINED = "member_joined"  # group_increase
+    MEMBER_LEFT = "member_left"  # group_decrease
+    GROUP_NOTICE = "group_notice"  # essence, card, ban, title, rename, admin, upload, likes
     STAGE_HANDLED = "stage_handled"  # a stage answered the message; later stages skipped
     STAGE_SUPPRESSED = "stage_suppressed"  # silenced: stored and flagged, nobody acts on it
     STAGE_FAILED = "stage_failed"  # a stage raised; the message went on to the next stage
@@ -26,6 +31,7 @@ class EventKind(StrEnum):
     TOOL_CALLED = "tool_called"  # a tool ran inside the turn, with its outcome
     AGENT_DECIDED = "agent_decided"  # the model's terminal action, validated
     AGENT_FAILED = "agent_failed"  # no valid decision (model, protocol or validation failure)
+    MODEL_UNAVAILABLE = "model_unavailable"  # no chat model answered; a fallback may follow
     REPLY_INTENT = "reply_intent"  # the decision said more than its text (e.g. a wait hint)
     REPLY_QUEUED = "reply_queued"  # a reply and its outbox rows were committed
     ACTION_QUEUED = "action_queued"  # a poke or a reaction was committed to the outbox

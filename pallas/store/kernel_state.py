@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
-from pallas.store.audit import MESSAGE_DECISIONS, TURN_ENDINGS
+from pallas.store.audit import MESSAGE_DECISIONS, TURN_ENDINGS, EventKind
 from pallas.store.models import (
     Event,
     Identity,
@@ -79,7 +79,7 @@ async def recent_rows(engine: AsyncEngine, stream_id: int, since: datetime) -> l
 async def ambient_passes(engine: AsyncEngine, stream_id: int, since: datetime) -> list[datetime]:
     query = select(Event.created_at).where(
         Event.stream_id == stream_id,
-        Event.kind == "turn_started",
+        Event.kind == EventKind.TURN_STARTED,
         Event.reason == "ambient",
         Event.created_at >= since,
     )
@@ -132,14 +132,14 @@ async def unconsumed_admitted(
         select(Message, Stream, Identity.user_id, Identity.nickname, Event.payload)
         .join(Stream, Stream.id == Message.stream_id)
         .join(Identity, Identity.person_id == Message.sender_person_id)
-        .join(Event, (Event.message_id == Message.id) & (Event.kind == "gate_passed"))
+        .join(Event, (Event.message_id == Message.id) & (Event.kind == EventKind.GATE_PASSED))
         .where(
             Message.turn_id.is_(None),
             Message.stored_at >= since,
             # Passed at ingress but dropped afterwards (its buffer overflowed): not waiting.
             Message.id.not_in(
                 select(Event.message_id).where(
-                    Event.kind == "gate_dropped",
+                    Event.kind == EventKind.GATE_DROPPED,
                     Event.message_id.is_not(None),
                     Event.created_at >= since,
                 )
@@ -203,7 +203,7 @@ async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[Started
     """Turns started since `since` that no event ended (nor a batch-gate drop)."""
     ended = select(Event.id).where(
         Event.turn_id == _started.turn_id,
-        (Event.kind.in_(TURN_ENDINGS)) | (Event.kind == "gate_dropped"),
+        (Event.kind.in_(TURN_ENDINGS)) | (Event.kind == EventKind.GATE_DROPPED),
     )
     query = (
         select(
@@ -215,7 +215,7 @@ async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[Started
             _started.payload,
         )
         .where(
-            _started.kind == "turn_started",
+            _started.kind == EventKind.TURN_STARTED,
             _started.created_at >= since,
             _started.turn_id.is_not(None),
             ~ended.exists(),
@@ -232,7 +232,7 @@ async def turn_traces(engine: AsyncEngine, turn_id: int) -> tuple[bool, str | No
     queued = select(OutboxItem.id).where(OutboxItem.turn_id == turn_id).limit(1)
     decided = (
         select(Event.reason)
-        .where(Event.turn_id == turn_id, Event.kind == "agent_decided")
+        .where(Event.turn_id == turn_id, Event.kind == EventKind.AGENT_DECIDED)
         .order_by(Event.id.desc())
         .limit(1)
     )
@@ -247,7 +247,7 @@ async def retried_before(engine: AsyncEngine, message_ids: list[int]) -> bool:
     if not message_ids:
         return False
     query = select(Event.id).where(
-        Event.kind == "turn_interrupted",
+        Event.kind == EventKind.TURN_INTERRUPTED,
         Event.reason == "retry",
         Event.message_id.in_(message_ids),
     )

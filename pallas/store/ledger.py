@@ -15,6 +15,7 @@ from loguru import logger
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pallas.store.audit import EventKind
 from pallas.store.group_commit import GroupCommitter
 from pallas.store.models import Event, Message, StreamState
 from pallas.store.sql import upsert
@@ -23,7 +24,7 @@ from pallas.store.timeline import Clock, utc_now
 
 @dataclass(frozen=True)
 class LedgerEvent:
-    kind: str
+    kind: EventKind
     stream_id: int | None
     reason: str = ""
     turn_id: int | None = None

@@ -25,6 +25,7 @@ from pallas.core.inbound import (
     NoticeKind,
     Recall,
 )
+from pallas.store.audit import EventKind
 from pallas.store.forwards import fill_in_forward
 from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
@@ -260,11 +261,11 @@ class _Batch:
         if key in self._inserted and key not in seen:
             seen.add(key)
             if not msg.from_bot:
-                self._event("inbound", stream_id, person_id, message_id)
+                self._event(EventKind.INBOUND, stream_id, person_id, message_id)
             return MessageWritten(message_id, stream_id, person_id, duplicate=False)
         # Already stored (earlier, or earlier in this very batch): a duplicate delivery.
         self._event(
-            "inbound_duplicate",
+            EventKind.INBOUND_DUPLICATE,
             stream_id,
             person_id,
             message_id,
@@ -286,7 +287,7 @@ class _Batch:
         )
         message_id = result.scalar_one_or_none()
         self._event(
-            "message_recalled",
+            EventKind.MESSAGE_RECALLED,
             stream_id,
             operator,
             message_id,
@@ -299,7 +300,7 @@ class _Batch:
         stream_id = self._streams[change.stream]
         person_id = self._person(change.stream.platform, change.user_id)
         self._event(
-            "member_joined" if change.joined else "member_left",
+            EventKind.MEMBER_JOINED if change.joined else EventKind.MEMBER_LEFT,
             stream_id,
             person_id,
             None,
@@ -326,7 +327,7 @@ class _Batch:
         if notice.message_id:
             payload["platform_message_id"] = notice.message_id
         self._event(
-            "group_notice",
+            EventKind.GROUP_NOTICE,
             stream_id,
             person_id,
             message_id,
@@ -361,7 +362,7 @@ class _Batch:
 
     def _event(
         self,
-        kind: str,
+        kind: EventKind,
         stream_id: int,
         person_id: int | None,
         message_id: int | None,

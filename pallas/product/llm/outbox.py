@@ -30,6 +30,7 @@ from pallas.product.llm.pacing import (
     recover_interrupted,
     retry_delay,
 )
+from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
 
@@ -110,7 +111,7 @@ class OutboxDispatcher:
         else:
             await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
         detail = {"echo": echo, "history": _history_word(lookup)}
-        self._event(row, "delivery_recovered", action.value, detail)
+        self._event(row, EventKind.DELIVERY_RECOVERED, action.value, detail)
         return action
 
     async def _echo_of(self, row: OutboxRow, since: datetime) -> str | None:
@@ -154,7 +155,7 @@ class OutboxDispatcher:
         now = self._clock()
         if is_stale(row.created_at, now, self.policy):
             await self._store.mark(row.id, OutboxStatus.EXPIRED, now)
-            self._event(row, "delivery_expired", row.kind, {"age_s": _age(row, now)})
+            self._event(row, EventKind.DELIVERY_EXPIRED, row.kind, {"age_s": _age(row, now)})
             return 0.0
         not_yet = (row.not_before - now).total_seconds()
         if not_yet > 0:
@@ -187,7 +188,7 @@ class OutboxDispatcher:
             self._gate.sent(row.stream_id, self._monotonic())
             await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=platform_id)
             payload = {"outbox_id": row.id, "platform_message_id": platform_id}
-            self._event(row, "delivered", row.kind, payload)
+            self._event(row, EventKind.DELIVERED, row.kind, payload)
             return
         await self._failed(row, began, now)
 
@@ -196,7 +197,9 @@ class OutboxDispatcher:
         echo = await self._echo_of(row, began)
         if echo is not None:
             await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
-            self._event(row, "delivered", row.kind, {"platform_message_id": echo, "echo": True})
+            self._event(
+                row, EventKind.DELIVERED, row.kind, {"platform_message_id": echo, "echo": True}
+            )
             return
         attempts = row.attempts + 1
         error = "the platform did not confirm it"
@@ -204,7 +207,7 @@ class OutboxDispatcher:
             await self._store.mark(
                 row.id, OutboxStatus.FAILED, now, attempts=attempts, last_error=error
             )
-            self._event(row, "delivery_failed", row.kind, {"attempts": attempts})
+            self._event(row, EventKind.DELIVERY_FAILED, row.kind, {"attempts": attempts})
             return
         retry_at = now + timedelta(seconds=retry_delay(attempts, self.policy))
         await self._store.mark(
@@ -215,7 +218,7 @@ class OutboxDispatcher:
             not_before=retry_at,
             last_error=error,
         )
-        self._event(row, "delivery_retry", row.kind, {"attempts": attempts})
+        self._event(row, EventKind.DELIVERY_RETRY, row.kind, {"attempts": attempts})
 
     async def _perform(self, row: OutboxRow) -> str | None:
         """The platform's id for what was done, or None if it did not confirm."""
@@ -236,7 +239,7 @@ class OutboxDispatcher:
         """An unsolicited reply's row given up for backpressure (see OutboxStore.enqueue)."""
         self._ledger.record(
             LedgerEvent(
-                kind="delivery_dropped",
+                kind=EventKind.DELIVERY_DROPPED,
                 stream_id=stream_id,
                 reason="superseded" if superseded else "queue_full",
                 turn_id=row.turn_id,
@@ -244,7 +247,7 @@ class OutboxDispatcher:
             )
         )
 
-    def _event(self, row: OutboxRow, kind: str, reason: str, payload: dict[str, Any]) -> None:
+    def _event(self, row: OutboxRow, kind: EventKind, reason: str, payload: dict[str, Any]) -> None:
         self._ledger.record(
             LedgerEvent(
                 kind=kind,

@@ -24,6 +24,7 @@ from pallas.product.llm.assembler.tools import CALL, Offer
 from pallas.product.llm.tools.base import ToolContext, ToolError, ToolTag
 from pallas.product.llm.tools.book import Snapshot, ToolBook
 from pallas.product.llm.tools.registry import from_wire
+from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
 MAX_RESULT_CHARS = 8_000
@@ -181,7 +182,7 @@ def _audit(
     shown = json.dumps(args, ensure_ascii=False, default=str)
     ledger.record(
         LedgerEvent(
-            kind="tool_called",
+            kind=EventKind.TOOL_CALLED,
             stream_id=context.conversation.stream_id,
             reason=run.outcome,
             turn_id=context.turn_id,

@@ -39,6 +39,7 @@ from pallas.product.llm.kernel.gate import Outcome
 from pallas.product.llm.kernel.turn import Turn, TurnDecision
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.base import Conversation
+from pallas.store.audit import EventKind
 from pallas.store.conversation import newest_message_id
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
@@ -69,7 +70,9 @@ class AgentTurnHandler:
 
     async def handle(self, turn: Turn) -> TurnDecision:
         prepared = await assemble_context(turn, self._deps.assembly)
-        self._event(turn, "context_assembled", turn.trigger.value, _assembly_payload(prepared))
+        self._event(
+            turn, EventKind.CONTEXT_ASSEMBLED, turn.trigger.value, _assembly_payload(prepared)
+        )
         if self._deps.agent is None:
             return await self._no_answer(turn, "no chat model is configured")
         capabilities = await self._deps.outlet.capabilities(turn.stream.self_id)
@@ -86,7 +89,9 @@ class AgentTurnHandler:
         outcome = await decide(prepared, frame, self._deps.agent, toolbox)
         if outcome.decision is None:
             return await self._failed(turn, outcome)
-        self._event(turn, "agent_decided", _action_name(outcome), _decision_payload(outcome))
+        self._event(
+            turn, EventKind.AGENT_DECIDED, _action_name(outcome), _decision_payload(outcome)
+        )
         return await self._act(turn, prepared, outcome)
 
     async def _act(self, turn: Turn, prepared: PreparedTurn, outcome: AgentOutcome) -> TurnDecision:
@@ -105,7 +110,7 @@ class AgentTurnHandler:
 
     async def _reply(self, turn: Turn, prepared: PreparedTurn, decision: ReplyDecision) -> None:
         for intent in decision.reply.intents:
-            self._event(turn, "reply_intent", intent.kind.value, {"value": intent.value})
+            self._event(turn, EventKind.REPLY_INTENT, intent.kind.value, {"value": intent.value})
         target = answered_line(prepared, decision.target)
         newest = await newest_message_id(self._deps.engine, turn.stream_id)
         quote = None
@@ -120,23 +125,23 @@ class AgentTurnHandler:
         reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote, direct)
         report = await self._deps.delivery.deliver(reply)
         payload = {"bubbles": list(bubbles), "outbox_ids": list(report.queued), "quote": quote}
-        self._event(turn, "reply_queued", "", payload)
+        self._event(turn, EventKind.REPLY_QUEUED, "", payload)
 
     async def _react(self, turn: Turn, prepared: PreparedTurn, decision: ReactDecision) -> None:
         line = prepared.line(decision.message_id)
         assert line is not None  # validated against the frame, which holds only batch lines
         payload = {"message_id": line.platform_message_id, "emoji": decision.reaction}
         ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "react", payload)
-        self._event(turn, "action_queued", "react", {**payload, "outbox_ids": list(ids)})
+        self._event(turn, EventKind.ACTION_QUEUED, "react", {**payload, "outbox_ids": list(ids)})
 
     async def _poke(self, turn: Turn, decision: PokeDecision) -> None:
         payload = {"user_id": decision.user_id}
         ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "poke", payload)
-        self._event(turn, "action_queued", "poke", {**payload, "outbox_ids": list(ids)})
+        self._event(turn, EventKind.ACTION_QUEUED, "poke", {**payload, "outbox_ids": list(ids)})
 
     async def _failed(self, turn: Turn, outcome: AgentOutcome) -> TurnDecision:
         assert outcome.failure is not None
-        self._event(turn, "agent_failed", outcome.failure.value, _decision_payload(outcome))
+        self._event(turn, EventKind.AGENT_FAILED, outcome.failure.value, _decision_payload(outcome))
         logger.warning("turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
         if outcome.failure in _NO_ANSWER:
             return await self._no_answer(turn, outcome.detail)
@@ -148,13 +153,16 @@ class AgentTurnHandler:
             return TurnDecision.DONE
         fallback = self._deps.config.fallback_reply.strip()
         self._event(
-            turn, "model_unavailable", "", {"detail": detail[:500], "fallback": bool(fallback)}
+            turn,
+            EventKind.MODEL_UNAVAILABLE,
+            "",
+            {"detail": detail[:500], "fallback": bool(fallback)},
         )
         if fallback:
             await self._deliver(turn, (fallback,), None)
         return TurnDecision.DONE
 
-    def _event(self, turn: Turn, kind: str, reason: str, payload: dict[str, Any]) -> None:
+    def _event(self, turn: Turn, kind: EventKind, reason: str, payload: dict[str, Any]) -> None:
         self._deps.ledger.record(
             LedgerEvent(
                 kind=kind,

@@ -30,6 +30,7 @@ from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.product.llm.kernel.trigger import classify_speak_trigger, lottery_roll
 from pallas.product.llm.kernel.turn import Admitted
 from pallas.store import kernel_state
+from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter, SetFollowUpDeclined
 from pallas.store.sql import BoundedCache
 
@@ -199,7 +200,7 @@ def _gate_event(
 ) -> LedgerEvent:
     trigger = classify_speak_trigger(disposition, facts.opens_with_name)
     return LedgerEvent(
-        "gate_passed" if disposition.passes else "gate_dropped",
+        EventKind.GATE_PASSED if disposition.passes else EventKind.GATE_DROPPED,
         stored.stream_id,
         reason=disposition.reason.value,
         person_id=stored.sender_person_id,

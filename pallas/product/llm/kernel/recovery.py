@@ -30,6 +30,7 @@ from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
 from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
 from pallas.product.llm.kernel.scheduler import Scheduler
 from pallas.store import kernel_state
+from pallas.store.audit import EventKind
 from pallas.store.kernel_state import StartedTurn
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
@@ -90,11 +91,11 @@ async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str
     if decision == "wait" and not has_outbox:
         # Cut between giving the batch back and saying so: it waits, as it chose to.
         await kernel_state.release_consumption(deps.engine, turn.turn_id)
-        await deps.ledger.write(_event(turn, "turn_waiting", ""))
+        await deps.ledger.write(_event(turn, EventKind.TURN_WAITING, ""))
         return "waiting"
     if has_outbox or decision == "silent":
         reason = "silent" if decision == "silent" and not has_outbox else "done"
-        await deps.ledger.write(_event(turn, "turn_finished", reason))
+        await deps.ledger.write(_event(turn, EventKind.TURN_FINISHED, reason))
         return reason
     ids = [int(i) for i in turn.payload.get("message_ids", [])]
     retry = (
@@ -105,7 +106,7 @@ async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str
     if retry:
         await kernel_state.release_consumption(deps.engine, turn.turn_id)
     ending = "retry" if retry else "given_up"
-    await deps.ledger.write(_event(turn, "turn_interrupted", ending, {"message_ids": ids}))
+    await deps.ledger.write(_event(turn, EventKind.TURN_INTERRUPTED, ending, {"message_ids": ids}))
     return ending
 
 
@@ -120,9 +121,7 @@ async def _drop_stale_admitted(deps: RecoveryDeps, now: datetime) -> int:
     rows = await kernel_state.unconsumed_admitted(
         deps.engine, now - RECOVERY_HORIZON, until=now - deps.window
     )
-    await deps.ledger.write(
-        *(_stale(row.stream_id, row.person_id, row.message_id) for row in rows)
-    )
+    await deps.ledger.write(*(_stale(row.stream_id, row.person_id, row.message_id) for row in rows))
     return len(rows)
 
 
@@ -157,7 +156,7 @@ def _event(
 def _batch_dropped(turn: StartedTurn) -> LedgerEvent:
     return _event(
         turn,
-        "gate_dropped",
+        EventKind.GATE_DROPPED,
         turn.reason or Reason.ATTENTION_FILTERED.value,
         {"stage": "batch", "message_ids": turn.payload.get("message_ids", [])},
     )
@@ -165,7 +164,7 @@ def _batch_dropped(turn: StartedTurn) -> LedgerEvent:
 
 def _stale(stream_id: int, person_id: int, message_id: int) -> LedgerEvent:
     return LedgerEvent(
-        "gate_dropped",
+        EventKind.GATE_DROPPED,
         stream_id,
         reason=STALE_REASON,
         person_id=person_id,

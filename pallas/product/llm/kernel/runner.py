@@ -23,6 +23,7 @@ from pallas.product.llm.kernel.trigger import (
     timeline_size,
 )
 from pallas.product.llm.kernel.turn import Turn, TurnDecision, TurnHandler
+from pallas.store.audit import EventKind
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter, SetFollowUpDeclined
 
 
@@ -122,7 +123,7 @@ async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
     await deps.ledger.write(
         ConsumeMessages(turn.turn_id, tuple(m.message_id for m in turn.messages)),
         LedgerEvent(
-            "turn_started",
+            EventKind.TURN_STARTED,
             turn.stream_id,
             reason=turn.disposition.reason.value,
             turn_id=turn.turn_id,
@@ -146,7 +147,7 @@ async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> T
         logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
         deps.ledger.record(
             LedgerEvent(
-                "turn_failed",
+                EventKind.TURN_FAILED,
                 turn.stream_id,
                 reason=type(exc).__name__,
                 turn_id=turn.turn_id,
@@ -167,13 +168,15 @@ async def _after(
     if decision is not TurnDecision.WAIT:
         deps.ledger.record(
             LedgerEvent(
-                "turn_finished", turn.stream_id, reason=decision.value, turn_id=turn.turn_id
+                EventKind.TURN_FINISHED, turn.stream_id, reason=decision.value, turn_id=turn.turn_id
             )
         )
     if decision is TurnDecision.WAIT:
         # Not consumed after all: a restart while waiting re-buffers the batch.
         await deps.ledger.write(ConsumeMessages(None, tuple(m.message_id for m in turn.messages)))
-        deps.ledger.record(LedgerEvent("turn_waiting", turn.stream_id, turn_id=turn.turn_id))
+        deps.ledger.record(
+            LedgerEvent(EventKind.TURN_WAITING, turn.stream_id, turn_id=turn.turn_id)
+        )
     elif decision is TurnDecision.SILENT and turn.stream.kind is StreamKind.GROUP:
         activity.follow_up_declined = True
         deps.ledger.record(SetFollowUpDeclined(turn.stream_id, True))
@@ -181,7 +184,7 @@ async def _after(
 
 def _dropped(turn: Turn) -> LedgerEvent:
     return LedgerEvent(
-        "gate_dropped",
+        EventKind.GATE_DROPPED,
         turn.stream_id,
         reason=turn.disposition.reason.value,
         turn_id=turn.turn_id,

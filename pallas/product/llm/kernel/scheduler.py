@@ -18,6 +18,7 @@ from enum import StrEnum
 from loguru import logger
 
 from pallas.product.llm.kernel.turn import Admitted, TurnDecision
+from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
 HEARTBEAT_S = 0.1
@@ -101,7 +102,7 @@ class Scheduler:
         self._ledger.record(
             *(
                 LedgerEvent(
-                    "gate_dropped",
+                    EventKind.GATE_DROPPED,
                     stream_id,
                     reason="buffer_overflow",
                     person_id=d.sender_person_id,
@@ -121,7 +122,9 @@ class Scheduler:
             return True
         if holder is not source:  # same-source retries are routine; only collisions count
             self._ledger.record(
-                LedgerEvent("turn_competition", stream_id, reason=f"{source}_blocked_by_{holder}")
+                LedgerEvent(
+                    EventKind.TURN_COMPETITION, stream_id, reason=f"{source}_blocked_by_{holder}"
+                )
             )
         return False
 
@@ -200,7 +203,7 @@ class Scheduler:
             logger.opt(exception=exc).error("stream {}: turn failed", stream_id)
             self._ledger.record(
                 LedgerEvent(
-                    "turn_failed",
+                    EventKind.TURN_FAILED,
                     stream_id,
                     reason=type(exc).__name__,
                     payload={"error": repr(exc)[:500]},
