@@ -1,0 +1,122 @@
+"""The audit trail read back: why a message got the answer it got (or none).
+
+`explain(message_id)` gives a message's whole path: its own events (stored, stage decisions,
+the gate's rule and reason), then the turn that took it, if any, with that turn's events
+(batch gate, context, tool calls, the agent's decision, what was queued, how the turn ended)
+and its outbox rows with their delivery state. `trace(turn_id)` gives one turn's part alone.
+This is what "why didn't it reply?" shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.store.models import Event, Message, OutboxItem
+
+
+@dataclass(frozen=True)
+class TrailEvent:
+    kind: str
+    reason: str
+    created_at: datetime
+    turn_id: int | None
+    message_id: int | None
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OutboxState:
+    id: int
+    kind: str
+    status: str
+    attempts: int
+    platform_message_id: str | None
+    last_error: str
+
+
+@dataclass(frozen=True)
+class TurnTrace:
+    turn_id: int
+    events: tuple[TrailEvent, ...]
+    outbox: tuple[OutboxState, ...]
+
+    def kinds(self) -> list[str]:
+        return [event.kind for event in self.events]
+
+
+@dataclass(frozen=True)
+class MessagePath:
+    message_id: int
+    text: str
+    suppressed: bool
+    events: tuple[TrailEvent, ...]  # the message's own: inbound, stages, the ingress gate
+    turn: TurnTrace | None  # the turn that took it, if one did
+
+    def kinds(self) -> list[str]:
+        return [event.kind for event in self.events] + (self.turn.kinds() if self.turn else [])
+
+
+async def explain(engine: AsyncEngine, message_id: int) -> MessagePath | None:
+    """The message's path, or None if no such message is stored."""
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(Message.text, Message.suppressed, Message.turn_id).where(
+                    Message.id == message_id
+                )
+            )
+        ).first()
+        if row is None:
+            return None
+        own = await conn.execute(
+            _events().where(Event.message_id == message_id, Event.turn_id.is_(None))
+        )
+        events = tuple(_trail_event(e) for e in own.all())
+    turn = await trace(engine, row.turn_id) if row.turn_id is not None else None
+    return MessagePath(message_id, row.text, bool(row.suppressed), events, turn)
+
+
+async def trace(engine: AsyncEngine, turn_id: int) -> TurnTrace:
+    """One turn's events and outbox rows, in the order they happened."""
+    outbox_query = (
+        select(
+            OutboxItem.id,
+            OutboxItem.kind,
+            OutboxItem.status,
+            OutboxItem.attempts,
+            OutboxItem.platform_message_id,
+            OutboxItem.last_error,
+        )
+        .where(OutboxItem.turn_id == turn_id)
+        .order_by(OutboxItem.id)
+    )
+    async with engine.connect() as conn:
+        events = (await conn.execute(_events().where(Event.turn_id == turn_id))).all()
+        rows = (await conn.execute(outbox_query)).all()
+    return TurnTrace(
+        turn_id,
+        tuple(_trail_event(e) for e in events),
+        tuple(OutboxState(*row) for row in rows),
+    )
+
+
+def _events() -> Any:
+    return select(
+        Event.kind,
+        Event.reason,
+        Event.created_at,
+        Event.turn_id,
+        Event.message_id,
+        Event.payload,
+    ).order_by(Event.id)
+
+
+def _trail_event(row: Any) -> TrailEvent:
+    return TrailEvent(
+        row.kind, row.reason, row.created_at, row.turn_id, row.message_id, dict(row.payload)
+    )
