@@ -320,3 +320,189 @@ def test_names(text: str, names: list[str], named: bool, opens: bool) -> None:
 )
 def test_public_question(text: str, others: bool, question: bool) -> None:
     assert looks_like_public_question(text, others) is question
+
+
+# Boundaries are the spec: a cooldown of N seconds lets the lottery run again at exactly N,
+# the budget is spent at exactly its count, and a roll equal to the probability loses.
+LOTTERY = GatePolicy(ambient_probability=0.05, ambient_cooldown_s=900, ambient_hourly_budget=2)
+
+
+@pytest.mark.parametrize(
+    ("policy", "chance", "wins"),
+    [
+        (LOTTERY, AmbientChance(roll=0.0), True),
+        (LOTTERY, AmbientChance(roll=0.049), True),
+        (LOTTERY, AmbientChance(roll=0.05), False),
+        (LOTTERY, AmbientChance(roll=0.01, seconds_since_last=900), True),
+        (LOTTERY, AmbientChance(roll=0.01, seconds_since_last=899.5), False),
+        (LOTTERY, AmbientChance(roll=0.01, seconds_since_last=0), False),
+        (LOTTERY, AmbientChance(roll=0.01, in_last_hour=1), True),
+        (LOTTERY, AmbientChance(roll=0.01, in_last_hour=2), False),
+        (LOTTERY, AmbientChance(roll=0.01, in_last_hour=3), False),
+        (GatePolicy(ambient_probability=0.0), AmbientChance(roll=0.0), False),
+        (GatePolicy(ambient_probability=1.0), AmbientChance(roll=0.999), True),
+        (
+            GatePolicy(ambient_probability=1.0, ambient_hourly_budget=0),
+            AmbientChance(roll=0.0),
+            False,
+        ),
+        (
+            GatePolicy(ambient_probability=1.0, ambient_cooldown_s=0),
+            AmbientChance(roll=0.0, seconds_since_last=0),
+            True,
+        ),
+    ],
+    ids=[
+        "lowest roll wins",
+        "roll just under the probability wins",
+        "roll equal to the probability loses",
+        "cooldown over at exactly its length",
+        "just inside the cooldown",
+        "right after an ambient turn",
+        "one turn left in the hour's budget",
+        "hour's budget spent at exactly its count",
+        "over the hour's budget",
+        "probability zero never wins",
+        "probability one always wins",
+        "a zero budget never wins",
+        "no cooldown",
+    ],
+)
+def test_ambient_lottery_boundaries(policy: GatePolicy, chance: AmbientChance, wins: bool) -> None:
+    decided = decide_disposition(replace(GROUP, ambient=chance), policy)
+    won = (Outcome.DELIBERATE, Reason.AMBIENT)
+    assert ((decided.outcome, decided.reason) == won) is wins
+    assert decided.passes is wins
+    # Nobody called: whatever the lottery says, the turn reports no signal and no direct call.
+    assert decided.signals == frozenset() and not decided.is_direct_call
+
+
+def test_the_lottery_never_joins_a_poke_at_the_bot_that_floods() -> None:
+    flood = replace(GROUP, is_poke=True, poked_me=True, pokes_in_window=4)
+    decided = decide_disposition(flood, GatePolicy(ambient_probability=1.0))
+    assert decided == Disposition(Outcome.DROP, Reason.POKE_FLOOD)
+
+
+@pytest.mark.parametrize(
+    ("req", "policy", "outcome", "reason", "signals"),
+    [
+        (
+            replace(GROUP, pokes_in_window=9, seconds_since_bot_spoke=10),
+            POLICY,
+            Outcome.DELIBERATE,
+            Reason.ATTENTION,
+            {Signal.NATURAL_WINDOW},
+        ),
+        (
+            replace(GROUP, is_poke=True, poked_me=True, pokes_in_window=0),
+            POLICY.with_overrides({"poke_limit": 0}),
+            Outcome.DELIBERATE,
+            Reason.ATTENTION,
+            {Signal.POKED_ME},
+        ),
+        (
+            replace(GROUP, is_poke=True, poked_me=True, pokes_in_window=1),
+            POLICY.with_overrides({"poke_limit": 0}),
+            Outcome.DROP,
+            Reason.POKE_FLOOD,
+            set(),
+        ),
+        (
+            replace(GROUP, hot_conversation=True),
+            POLICY.with_overrides({"join_hot_conversations": True}),
+            Outcome.DELIBERATE,
+            Reason.ATTENTION,
+            {Signal.HOT_CONVERSATION},
+        ),
+        (
+            replace(GROUP, public_question=True),
+            POLICY.with_overrides({"answer_public_questions": False}),
+            Outcome.DROP,
+            Reason.ATTENTION_FILTERED,
+            set(),
+        ),
+        (
+            replace(GROUP, replied_to_me=True, called_by_name=True, mentioned_me=True),
+            POLICY,
+            Outcome.FORCE,
+            Reason.MENTIONED,
+            {Signal.MENTIONED, Signal.CALLED_BY_NAME, Signal.REPLIED_TO_ME},
+        ),
+        (
+            replace(GROUP, seconds_since_bot_spoke=0),
+            POLICY.with_overrides({"natural_window_s": 0}),
+            Outcome.DELIBERATE,
+            Reason.ATTENTION,
+            {Signal.NATURAL_WINDOW},
+        ),
+        (
+            replace(GROUP, ongoing_exchange=True),
+            POLICY.with_overrides({"max_replies_in_window": 0}),
+            Outcome.DROP,
+            Reason.FREQUENCY_CAP,
+            {Signal.ONGOING_EXCHANGE},
+        ),
+        (
+            GateRequest(kind=StreamKind.PRIVATE, called_by_name=True),
+            POLICY,
+            Outcome.FORCE,
+            Reason.DIRECT_CONVERSATION,
+            {Signal.CALLED_BY_NAME},
+        ),
+    ],
+    ids=[
+        "a message that is not a poke never floods",
+        "a zero poke limit still lets a first poke through",
+        "a zero poke limit floods at the first counted poke",
+        "hot conversations when the group joins them",
+        "public questions when the group ignores them",
+        "every direct signal is reported with a forced @",
+        "a zero natural window still includes its instant",
+        "a zero cap silences even an ongoing exchange",
+        "a private turn reports its signals",
+    ],
+)
+def test_rule_and_signals(
+    req: GateRequest, policy: GatePolicy, outcome: Outcome, reason: Reason, signals: set[Signal]
+) -> None:
+    assert decide_disposition(req, policy) == Disposition(outcome, reason, frozenset(signals))
+
+
+@pytest.mark.parametrize(
+    ("disposition", "passes", "direct"),
+    [
+        (Disposition(Outcome.DROP, Reason.ASLEEP, frozenset({Signal.MENTIONED})), False, True),
+        (Disposition(Outcome.DROP, Reason.ATTENTION_FILTERED), False, False),
+        (Disposition(Outcome.FORCE, Reason.DIRECT_CONVERSATION), True, True),
+        (Disposition(Outcome.DELIBERATE, Reason.AMBIENT), True, False),
+        (
+            Disposition(Outcome.DELIBERATE, Reason.ATTENTION, frozenset({Signal.NATURAL_WINDOW})),
+            True,
+            False,
+        ),
+        *[
+            (Disposition(Outcome.DELIBERATE, Reason.ATTENTION, frozenset({signal})), True, True)
+            for signal in (
+                Signal.MENTIONED,
+                Signal.CALLED_BY_NAME,
+                Signal.REPLIED_TO_ME,
+                Signal.POKED_ME,
+            )
+        ],
+    ],
+    ids=[
+        "dropped but called",
+        "dropped, nobody called",
+        "private",
+        "ambient",
+        "natural window is not a call",
+        "@",
+        "name",
+        "reply",
+        "poke",
+    ],
+)
+def test_a_disposition_says_whether_it_passes_and_whether_it_was_a_call(
+    disposition: Disposition, passes: bool, direct: bool
+) -> None:
+    assert (disposition.passes, disposition.is_direct_call) == (passes, direct)

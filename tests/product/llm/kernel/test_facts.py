@@ -1,0 +1,197 @@
+"""The per-message attention facts: read once at arrival, stored, merged per batch (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pallas.core.inbound import InboundMessage
+from pallas.product.llm.kernel.activity import Sighting, StreamActivity
+from pallas.product.llm.kernel.facts import (
+    MessageFacts,
+    count_pokes,
+    merge_facts,
+    read_message,
+)
+from pallas.product.llm.kernel.policy import GatePolicy
+from tests.support.inbound import BOT_ID, message
+
+NAMES = ("牛牛", "pallas")
+OTHER = "43"
+
+
+@pytest.mark.parametrize(
+    ("msg", "replied", "facts"),
+    [
+        (message("今天天气不错"), False, MessageFacts()),
+        (
+            message("牛牛 在吗", mentions=(BOT_ID,)),
+            False,
+            MessageFacts(mentioned_me=True, called_by_name=True, opens_with_name=True),
+        ),
+        (message("在吗", mentions=(BOT_ID,)), False, MessageFacts(mentioned_me=True)),
+        (
+            message("我觉得牛牛说得对"),
+            False,
+            MessageFacts(called_by_name=True),
+        ),
+        (
+            message("，PALLAS 帮我看看"),
+            False,
+            MessageFacts(called_by_name=True, opens_with_name=True),
+        ),
+        (message("说得对"), True, MessageFacts(replied_to_me=True)),
+        (
+            message("有人知道这个怎么弄吗"),
+            False,
+            MessageFacts(public_question=True),
+        ),
+        (
+            message("有人知道这个怎么弄吗", mentions=(BOT_ID,)),
+            False,
+            MessageFacts(mentioned_me=True, public_question=True),
+        ),
+        (message("有人知道这个怎么弄吗", mentions=(OTHER,)), False, MessageFacts()),
+        (
+            message("有人知道这个怎么弄吗", mentions=(BOT_ID, OTHER)),
+            False,
+            MessageFacts(mentioned_me=True),
+        ),
+        (
+            message("牛牛 有人知道吗", is_poke=True, mentions=(BOT_ID,)),
+            False,
+            MessageFacts(is_poke=True, poked_me=True),
+        ),
+        (
+            message("牛牛 有人知道吗", is_poke=True, mentions=(OTHER,)),
+            False,
+            MessageFacts(is_poke=True),
+        ),
+    ],
+    ids=[
+        "plain talk says nothing",
+        "an @ that also names the bot",
+        "a bare @",
+        "the name inside a sentence",
+        "the name opening the message, any case",
+        "a reply to the bot",
+        "a question to the room",
+        "a question with an @ of the bot",
+        "a question to another member is not public",
+        "an @ of the bot and another member is not public",
+        "a poke at the bot: its text never names or asks",
+        "a poke between members",
+    ],
+)
+def test_read_message(msg: InboundMessage, replied: bool, facts: MessageFacts) -> None:
+    assert read_message(msg, NAMES, replied) == facts
+
+
+NOW = datetime(2026, 1, 1, 4, 0, tzinfo=UTC)
+
+
+def _poke(message_id: int, age_s: float, *, at_bot: bool = True) -> Sighting:
+    at = NOW - timedelta(seconds=age_s)
+    return Sighting(message_id, f"p{message_id}", 1, at, poked_me=at_bot)
+
+
+@pytest.mark.parametrize(
+    ("sightings", "count"),
+    [
+        ([], 0),
+        ([_poke(1, 0)], 1),
+        ([_poke(1, 300), _poke(2, 10), _poke(3, 0)], 3),
+        ([_poke(1, 300.5), _poke(2, 10), _poke(3, 0)], 2),
+        ([_poke(1, 10, at_bot=False), _poke(2, 0)], 1),
+    ],
+    ids=[
+        "none",
+        "this poke counts",
+        "a poke at the window edge counts",
+        "a poke just past the window does not",
+        "pokes between members do not count",
+    ],
+)
+def test_count_pokes_in_the_window(sightings: list[Sighting], count: int) -> None:
+    policy = GatePolicy(poke_window_s=300)
+    assert count_pokes(StreamActivity(sightings), NOW, policy) == count
+
+
+@pytest.mark.parametrize(
+    ("facts", "merged"),
+    [
+        ([], MessageFacts(is_poke=True)),
+        ([MessageFacts(is_poke=True, pokes_in_window=2)], MessageFacts(True, pokes_in_window=2)),
+        (
+            [MessageFacts(is_poke=True, poked_me=True, pokes_in_window=2), MessageFacts()],
+            MessageFacts(poked_me=True, pokes_in_window=2),
+        ),
+        (
+            [
+                MessageFacts(is_poke=True, poked_me=True, pokes_in_window=3),
+                MessageFacts(is_poke=True, poked_me=True, pokes_in_window=1),
+            ],
+            MessageFacts(is_poke=True, poked_me=True, pokes_in_window=3),
+        ),
+        (
+            [
+                MessageFacts(mentioned_me=True, opens_with_name=True),
+                MessageFacts(called_by_name=True),
+                MessageFacts(replied_to_me=True),
+                MessageFacts(public_question=True),
+            ],
+            MessageFacts(
+                mentioned_me=True,
+                called_by_name=True,
+                opens_with_name=True,
+                replied_to_me=True,
+                public_question=True,
+            ),
+        ),
+        ([MessageFacts(), MessageFacts()], MessageFacts()),
+    ],
+    ids=[
+        "an empty batch",
+        "one poke",
+        "a batch with talk is not a poke",
+        "pokes keep the highest count, never a sum",
+        "attention is OR-ed across the batch",
+        "plain talk stays plain",
+    ],
+)
+def test_merge_facts(facts: list[MessageFacts], merged: MessageFacts) -> None:
+    assert merge_facts(iter(facts)) == merged
+
+
+def test_facts_round_trip_through_json() -> None:
+    facts = MessageFacts(
+        is_poke=True,
+        mentioned_me=False,
+        called_by_name=True,
+        opens_with_name=True,
+        replied_to_me=False,
+        poked_me=True,
+        public_question=False,
+        pokes_in_window=4,
+    )
+    stored = facts.to_json()
+    assert stored == {
+        "is_poke": True,
+        "mentioned_me": False,
+        "called_by_name": True,
+        "opens_with_name": True,
+        "replied_to_me": False,
+        "poked_me": True,
+        "public_question": False,
+        "pokes_in_window": 4,
+    }
+    assert MessageFacts.from_json(stored) == facts
+
+
+def test_facts_stored_by_another_version_still_load() -> None:
+    # Rows written before or after a field was added: missing keys default, unknown ones drop.
+    assert MessageFacts.from_json({"mentioned_me": True, "retired_flag": 1}) == MessageFacts(
+        mentioned_me=True
+    )
+    assert MessageFacts.from_json({}) == MessageFacts()
