@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pallas.product.llm.agent.output import (
@@ -402,11 +400,10 @@ HOSTILE: list[tuple[str, str]] = [
 
 
 @pytest.mark.parametrize("raw", [case[1] for case in HOSTILE], ids=[case[0] for case in HOSTILE])
-def test_hostile_input_is_shaped_fast_and_within_limits(raw: str) -> None:
-    started = time.perf_counter()
+def test_hostile_input_is_shaped_within_limits(raw: str) -> None:
+    # How fast: bench/text_protocol_bench.py (reply shaping part), never a timed assertion.
     shaped = shape_reply(raw, bot_names=BOT, max_bubbles=4, max_chars=1500)
     split_into_bubbles(raw, max_bubbles=4)
-    assert time.perf_counter() - started < 5  # linear patterns take well under a second
     assert len(shaped.bubbles) <= 4
     assert len(shaped.text) <= 1500
     assert all(bubble.strip() for bubble in shaped.bubbles)
