@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -57,6 +58,20 @@ def test_the_global_bucket_drains_a_backlog_slowly() -> None:
     assert gate.wait(9, 0, now + 1.0) == 0
 
 
+def test_the_global_bucket_refills_at_its_rate_up_to_its_burst() -> None:
+    policy = replace(POLICY, global_per_second=4, global_burst=2, stream_interval_s=0)
+    gate = RateGate(policy)
+    start = 100.0  # the clock is a monotonic reading: it does not start at 0
+    for stream in range(2):
+        gate.sent(stream, start)
+    assert gate.wait(9, 0, start) == pytest.approx(0.25)  # one token at 4 a second
+    assert gate.wait(9, 0, start + 0.125) == pytest.approx(0.125)  # half a token back
+    assert gate.wait(9, 0, start + 0.25) == 0
+    gate.sent(9, start + 60)  # a long quiet spell refills only up to the burst
+    gate.sent(8, start + 60)
+    assert gate.wait(7, 0, start + 60) == pytest.approx(0.25)
+
+
 @pytest.mark.parametrize(
     ("age_s", "echoed", "in_history", "expected"),
     [
@@ -66,6 +81,7 @@ def test_the_global_bucket_drains_a_backlog_slowly() -> None:
         (500, False, True, Recovery.CONFIRMED),
         (5, False, False, Recovery.RESEND),
         (500, False, False, Recovery.RESEND),  # the platform says it never went out
+        (600, False, False, Recovery.RESEND),  # stale only past the bound
         (601, False, False, Recovery.UNKNOWN),  # stale: out of context by now
         (5, False, None, Recovery.RESEND),  # history unreadable: the old bound decides
         (30, False, None, Recovery.RESEND),
@@ -82,4 +98,5 @@ def test_an_interrupted_send(
 
 def test_staleness() -> None:
     assert not is_stale(T - timedelta(minutes=9), T, DeliveryPolicy())
+    assert not is_stale(T - timedelta(minutes=10), T, DeliveryPolicy())  # the bound itself
     assert is_stale(T - timedelta(minutes=11), T, DeliveryPolicy())

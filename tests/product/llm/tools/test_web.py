@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -49,6 +50,8 @@ from pallas.product.llm.tools.web_guard import (
     check_url,
     is_blocked,
     resolve_public,
+    url_host,
+    url_port,
 )
 from tests.support.fake_web import Big, Endless, FakeWebServer, Json, Page, Redirect
 
@@ -84,9 +87,11 @@ class TableResolver:
     def __init__(self, table: Mapping[str, list[str]]) -> None:
         self.table = table
         self.lookups: list[str] = []
+        self.ports: list[int] = []
 
     async def resolve(self, host: str, port: int) -> list[str]:
         self.lookups.append(host)
+        self.ports.append(port)
         if host not in self.table:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return list(self.table[host])
@@ -209,20 +214,104 @@ async def test_the_system_resolver_sees_localhost_as_loopback() -> None:
         await resolve_public("localhost", 80, SystemResolver())
 
 
+class FailingResolver:
+    """A resolver whose lookup fails the way `getaddrinfo` can."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        raise self.error
+
+
 @pytest.mark.parametrize(
-    "url",
+    "error",
     [
-        "file:///etc/passwd",
-        "ftp://public.test/x",
-        "javascript:alert(1)",
-        "http://user:pass@public.test/",
-        "http://user@public.test/",
-        "http:///nohost",
+        pytest.param(socket.gaierror(socket.EAI_NONAME, "unknown"), id="no such name"),
+        pytest.param(UnicodeError("label too long"), id="a name IDNA cannot encode"),
     ],
 )
-def test_url_forms_that_are_never_fetched(url: str) -> None:
-    with pytest.raises(UnsafeUrlError):
+async def test_a_failed_lookup_names_the_host_cut_short(error: Exception) -> None:
+    host = "a" * 150 + ".test"
+    with pytest.raises(ToolError) as refusal:
+        await resolve_public(host, 80, FailingResolver(error))
+    assert str(refusal.value) == f"无法解析域名：{'a' * 100}"
+
+
+async def test_a_name_without_usable_answers_is_named_cut_short() -> None:
+    host = "b" * 150 + ".test"
+    with pytest.raises(ToolError) as refusal:
+        await resolve_public(host, 80, TableResolver({host: ["not-an-address"]}))
+    assert str(refusal.value) == f"无法解析域名：{'b' * 100}"
+
+
+async def test_the_system_resolver_answers_each_address_once() -> None:
+    # Stream sockets only: without that, each address would come back per socket type.
+    answers = await SystemResolver().resolve("localhost", 80)
+    assert answers and len(answers) == len(set(answers))
+    assert all(is_blocked(ipaddress.ip_address(answer)) for answer in answers)
+    # A numeric host is answered as itself, without any network.
+    assert await SystemResolver().resolve(PUBLIC_IP, 443) == [PUBLIC_IP]
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        pytest.param("http://[::1/", "网址格式不对", id="unparsable"),
+        pytest.param("file:///etc/passwd", "只能打开 http 或 https 网址，不支持：file", id="file"),
+        pytest.param("ftp://public.test/x", "只能打开 http 或 https 网址，不支持：ftp", id="ftp"),
+        pytest.param(
+            "javascript:alert(1)",
+            "只能打开 http 或 https 网址，不支持：javascript",
+            id="javascript",
+        ),
+        pytest.param(
+            "//public.test/x", "只能打开 http 或 https 网址，不支持：（空）", id="no scheme"
+        ),
+        pytest.param(
+            "http://user:pass@public.test/", "网址里带有用户名或密码，不能打开", id="credentials"
+        ),
+        pytest.param("http://user@public.test/", "网址里带有用户名或密码，不能打开", id="user"),
+        pytest.param("http:///nohost", "网址缺少主机名", id="no host"),
+        pytest.param("http://public.test:0/", "网址端口不对：0", id="port 0"),
+        pytest.param("http://public.test:65536/", "网址端口不对：65536", id="port 65536"),
+    ],
+)
+async def test_url_forms_that_are_never_fetched(
+    site: FakeWebServer, resolver: TableResolver, url: str, reason: str
+) -> None:
+    # The reason is what the model reads: it has to say what is wrong with the URL.
+    with pytest.raises(UnsafeUrlError, match=f"^{re.escape(reason)}$"):
         check_url(url)
+    assert await refused(fetcher(site, resolver), url) == reason
+    assert resolver.lookups == [] and site.requests == []
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port"),
+    [
+        pytest.param("http://public.test/", "public.test", 80, id="http default"),
+        pytest.param("https://public.test/", "public.test", 443, id="https default"),
+        pytest.param("  https://public.test:8443/x  ", "public.test", 8443, id="explicit, padded"),
+        pytest.param("http://public.test:1/", "public.test", 1, id="lowest port"),
+        pytest.param("http://public.test:65535/", "public.test", 65535, id="highest port"),
+        pytest.param("http://例子.测试/", "xn--fsqu00a.xn--0zwm56d", 80, id="IDNA host"),
+        pytest.param("http://[2606:4700::1]:81/", "2606:4700::1", 81, id="IPv6 literal"),
+    ],
+)
+async def test_accepted_urls_resolve_their_ascii_host_at_their_port(
+    url: str, host: str, port: int
+) -> None:
+    target = check_url(url)
+    assert check_url(target) is target  # an already parsed URL is checked as it is
+    assert (url_host(target), url_port(target)) == (host, port)
+    resolver = TableResolver({host: [PUBLIC_IP]})
+    if host.startswith("2606"):
+        assert await resolve_public(f"[{host}]", port, resolver) == [host]
+        assert resolver.lookups == []  # a literal is never looked up
+    else:
+        assert await resolve_public(host, port, resolver) == [PUBLIC_IP]
+        assert (resolver.lookups, resolver.ports) == ([host], [port])
 
 
 # --- web.fetch: pages --------------------------------------------------------------------
