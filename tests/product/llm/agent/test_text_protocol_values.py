@@ -15,24 +15,8 @@ from pallas.product.llm.agent.text_protocol import (
     ParamType,
     parse_text_actions,
 )
+from tests.product.llm.agent.protocol_specs import REMEMBER, REPLY, SILENT, WAIT
 
-REPLY = FunctionSpec(
-    "reply",
-    (
-        ParamSpec("text", ParamType.STR, required=True),
-        ParamSpec("target_message_id", ParamType.INT),
-    ),
-)
-SILENT = FunctionSpec("silent", (ParamSpec("reason", ParamType.STR, required=True),))
-WAIT = FunctionSpec("wait", (ParamSpec("seconds", ParamType.INT),))
-REMEMBER = FunctionSpec(
-    "remember",
-    (
-        ParamSpec("fact", ParamType.STR, required=True),
-        ParamSpec("important", ParamType.BOOL),
-        ParamSpec("weight", ParamType.FLOAT),
-    ),
-)
 # Two required strings and an optional one: gluing, missing lists and absent strings.
 NOTE = FunctionSpec(
     "note",
