@@ -56,7 +56,7 @@ IDLE_TIMEOUT_S = 15.0
 # its process tree is idle, i.e. used at most IDLE_SHARE of a core over IDLE_WINDOW_S.
 IDLE_WINDOW_S = 0.2
 IDLE_SHARE = 0.05
-SETTLE_LIMIT_S = 5.0
+SETTLE_LIMIT_S = 120.0  # a burst leaves turns behind: the next phase starts from idle
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PHRASES = ("哈哈哈", "有人打游戏吗", "今天吃什么", "牛牛在吗", "这个好耶", "晚安", "+1", "?")
 # CLOCK_MONOTONIC is system-wide on Linux: the bot's commit stamps use the same clock.
