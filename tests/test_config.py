@@ -21,10 +21,13 @@ def test_defaults_match_the_contract() -> None:
 def test_env_file_values_and_json_lists(tmp_path: Path) -> None:
     env = tmp_path / ".env"
     env.write_text(
-        'SUPERUSERS=[12345, "678"]\nNICKNAME=["小帕", " "]\nPORT=9090\n', encoding="utf-8"
+        'SUPERUSERS=[12345, "678"]\nNICKNAME=["小帕", " "]\nPORT=9090\n'
+        "PALLAS_BLOCKED_USERS=[666]\n",
+        encoding="utf-8",
     )
     settings = load_settings(env_file=env)
     assert settings.superusers == ["12345", "678"]
+    assert settings.pallas_blocked_users == ["666"]
     assert settings.nickname == ["小帕"]
     assert settings.port == 9090
 
@@ -46,12 +49,13 @@ def test_bad_values_name_the_key(overrides: dict[str, object], key: str) -> None
     assert f"{key}:" in str(error.value)
 
 
-def test_unparseable_list_names_the_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["SUPERUSERS", "PALLAS_BLOCKED_USERS"])
+def test_unparseable_list_names_the_key(tmp_path: Path, key: str) -> None:
     env = tmp_path / ".env"
-    env.write_text("SUPERUSERS=12345\n", encoding="utf-8")
+    env.write_text(f"{key}=12345\n", encoding="utf-8")
     with pytest.raises(ConfigError) as error:
         load_settings(env_file=env)
-    assert "SUPERUSERS:" in str(error.value)
+    assert f"{key}:" in str(error.value)
     assert "a JSON list of QQ ids" in str(error.value)
 
 
@@ -83,6 +87,7 @@ CONTRACT_KEYS = [
     "PORT",
     "ONEBOT_ACCESS_TOKEN",
     "SUPERUSERS",
+    "PALLAS_BLOCKED_USERS",
     "NICKNAME",
     "PALLAS_DATA_DIR",
     "PALLAS_DATABASE_URL",
