@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.engine import create_engine
+from pallas.store.ledger import LedgerWriter
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.timeline import TimelineWriter
 from tests.support.bot_process import BotProcess
@@ -112,6 +113,15 @@ async def writer(engine: AsyncEngine) -> AsyncIterator[TimelineWriter]:
     writer.start()
     yield writer
     await writer.close()
+
+
+@pytest.fixture
+async def ledger(engine: AsyncEngine) -> AsyncIterator[LedgerWriter]:
+    """The real audit ledger writer, started, on the migrated `engine`."""
+    ledger = LedgerWriter(engine)
+    ledger.start()
+    yield ledger
+    await ledger.close()
 
 
 @pytest.fixture

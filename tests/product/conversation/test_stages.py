@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from loguru import logger
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -53,14 +51,6 @@ class Own:
 
     async def on_own_message(self, stored: StoredMessage) -> None:
         self.seen.append(stored.message_id)
-
-
-@pytest.fixture
-async def ledger(engine: AsyncEngine) -> AsyncIterator[LedgerWriter]:
-    writer = LedgerWriter(engine)
-    writer.start()
-    yield writer
-    await writer.close()
 
 
 async def events(engine: AsyncEngine) -> list[tuple[str, int | None, str, str]]:
