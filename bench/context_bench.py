@@ -64,7 +64,11 @@ from pallas.core.inbound import (  # noqa: E402
     StreamKey,
     StreamKind,
 )
+from pallas.product.conversation.gate.facts import MessageFacts  # noqa: E402
+from pallas.product.conversation.gate.gate import Disposition, Outcome, Reason, Signal  # noqa: E402
+from pallas.product.conversation.gate.trigger import classify_speak_trigger, timeline_size  # noqa: E402
 from pallas.product.conversation.ingress import StoredMessage  # noqa: E402
+from pallas.product.conversation.turns.turn import Turn  # noqa: E402
 from pallas.product.llm.agent.actions import DecisionFrame  # noqa: E402
 from pallas.product.llm.agent.config import AgentConfig  # noqa: E402
 from pallas.product.llm.agent.handler import build_frame  # noqa: E402
@@ -82,10 +86,6 @@ from pallas.product.llm.assembler.prompt import (  # noqa: E402
     render_decision,
     render_reply_request,
 )
-from pallas.product.llm.kernel.facts import MessageFacts  # noqa: E402
-from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal  # noqa: E402
-from pallas.product.llm.kernel.trigger import classify_speak_trigger, timeline_size  # noqa: E402
-from pallas.product.llm.kernel.turn import Turn  # noqa: E402
 from pallas.providers.estimate import estimate_tokens  # noqa: E402
 from pallas.store.conversation import stream_info, window_up_to  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402

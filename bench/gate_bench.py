@@ -41,24 +41,24 @@ from bench.machine import machine_line  # noqa: E402
 from pallas.app import Runtime  # noqa: E402
 from pallas.config import load_settings  # noqa: E402
 from pallas.core.inbound import InboundMessage, StreamKind  # noqa: E402
-from pallas.product.llm.kernel.activity import Sighting, StreamActivity  # noqa: E402
-from pallas.product.llm.kernel.facts import (  # noqa: E402
+from pallas.product.conversation.gate.activity import Sighting, StreamActivity  # noqa: E402
+from pallas.product.conversation.gate.facts import (  # noqa: E402
     Asker,
     MessageFacts,
     count_pokes,
     gate_request,
     read_message,
 )
-from pallas.product.llm.kernel.gate import (  # noqa: E402
+from pallas.product.conversation.gate.gate import (  # noqa: E402
     AmbientChance,
     GateRequest,
     Reason,
     decide_disposition,
 )
-from pallas.product.llm.kernel.policy import GatePolicy  # noqa: E402
-from pallas.product.llm.kernel.scheduler import Batch  # noqa: E402
-from pallas.product.llm.kernel.trigger import lottery_roll  # noqa: E402
-from pallas.product.llm.kernel.turn import Turn, TurnDecision  # noqa: E402
+from pallas.product.conversation.gate.policy import GatePolicy  # noqa: E402
+from pallas.product.conversation.gate.trigger import lottery_roll  # noqa: E402
+from pallas.product.conversation.turns.buffers import Batch  # noqa: E402
+from pallas.product.conversation.turns.turn import Turn, TurnDecision  # noqa: E402
 from pallas.store.ledger import ConsumeMessages  # noqa: E402
 from tests.support.inbound import BOT_ID, group, message, private  # noqa: E402
 

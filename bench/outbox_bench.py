@@ -60,9 +60,9 @@ from bench.machine import machine_line  # noqa: E402
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup  # noqa: E402
 from pallas.core.inbound import Segment, StreamKey, StreamKind  # noqa: E402
 from pallas.platform.onebot.send import own_message  # noqa: E402
-from pallas.product.llm.delivery import OutgoingReply  # noqa: E402
-from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher  # noqa: E402
-from pallas.product.llm.pacing import DeliveryPolicy  # noqa: E402
+from pallas.product.conversation.delivery.contract import OutgoingReply  # noqa: E402
+from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher  # noqa: E402
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.ledger import LedgerWriter  # noqa: E402
 from pallas.store.migrate import upgrade_to_head  # noqa: E402

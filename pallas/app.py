@@ -21,25 +21,22 @@ from pallas.config import Settings
 from pallas.console.token import ensure_console_token
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.conversation.gate.activity_book import ActivityBook
+from pallas.product.conversation.gate.admission import Admission, AdmissionDeps
+from pallas.product.conversation.gate.policy import GatePolicy
+from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
+from pallas.product.conversation.turns.buffers import TurnBuffers
+from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
+from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
+from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
+from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import load_agent_config
-from pallas.product.llm.agent.setup import build_agent_handler
-from pallas.product.llm.kernel.admission import (
-    ActivityBook,
-    Admission,
-    AdmissionDeps,
-    PolicyBook,
-)
-from pallas.product.llm.kernel.policy import GatePolicy
-from pallas.product.llm.kernel.recovery import RecoveryDeps, recover_kernel
-from pallas.product.llm.kernel.runner import RunnerDeps, TurnIds, run_turn
-from pallas.product.llm.kernel.scheduler import Scheduler
-from pallas.product.llm.kernel.turn import NoTurnHandler, TurnHandler
-from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
-from pallas.product.llm.pacing import DeliveryPolicy
-from pallas.product.llm.tools.setup import ToolSetup, build_tools
+from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -76,7 +73,7 @@ class Runtime:
     ledger: LedgerWriter
     ingress: Ingress
     stages: StageList
-    scheduler: Scheduler
+    scheduler: TurnBuffers
     admission: Admission
     runner: RunnerDeps
     policies: PolicyBook
@@ -118,7 +115,7 @@ class Runtime:
             lottery_seed=LOTTERY_SEED,
             queued_replies=outbox.waiting_messages,
         )
-        scheduler = Scheduler(partial(run_turn, deps=runner), ledger)
+        scheduler = TurnBuffers(partial(run_turn, deps=runner), ledger)
         admission = Admission(
             AdmissionDeps(
                 engine=engine,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -154,12 +154,6 @@ async def unconsumed_admitted(
     return [_pending(*row) for row in rows]
 
 
-async def release_consumption(engine: AsyncEngine, turn_id: int) -> None:
-    """Undo a turn's claim on its messages (used when the turn is held for `wait`)."""
-    async with engine.begin() as conn:
-        await conn.execute(update(Message).where(Message.turn_id == turn_id).values(turn_id=None))
-
-
 def _pending(
     msg: Message, stream: Stream, user_id: str, nickname: str, payload: dict[str, Any]
 ) -> PendingRow:
@@ -182,7 +176,7 @@ def _pending(
     return PendingRow(msg.id, msg.stream_id, msg.sender_person_id, inbound, payload, msg.stored_at)
 
 
-# -- start-up recovery (pallas/product/llm/kernel/recovery.py) ---------------------------------
+# -- start-up recovery (pallas/product/conversation/turns/recovery.py) -----------------
 
 _started = aliased(Event)
 

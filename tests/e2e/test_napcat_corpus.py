@@ -70,7 +70,7 @@ NOTICE_EVENTS = {
 POKE_ECHOES = ("notice_friend_poke_by_bot", "notice_group_poke_by_bot")
 POKES_AT_THE_BOT = {"notice_friend_poke": "friend_poke", "notice_group_poke_bot": "group_poke"}
 
-# Which frames start a turn: pallas/product/llm/kernel/gate.py, rule by rule, on the replay
+# Which frames start a turn: pallas/product/conversation/gate/gate.py, rule by rule, on the replay
 # order below (name order, every frame settled before the next, so each batch is one message).
 #  - rule 3, a private chat is forced (direct_conversation): the friend's and the temp chat's
 #    messages, the friend's poke at the bot, segment_onlinefile and segment_poke (a poke

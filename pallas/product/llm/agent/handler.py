@@ -15,6 +15,14 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import Capability
+from pallas.product.conversation.delivery.contract import (
+    OutgoingReply,
+    Outlet,
+    ReplyDelivery,
+    should_quote,
+)
+from pallas.product.conversation.gate.gate import Outcome
+from pallas.product.conversation.turns.turn import Turn, TurnDecision
 from pallas.product.llm.agent.actions import (
     DecisionFrame,
     FrameInputs,
@@ -34,9 +42,6 @@ from pallas.product.llm.assembler.context import (
     PreparedTurn,
     assemble_context,
 )
-from pallas.product.llm.delivery import OutgoingReply, Outlet, ReplyDelivery, should_quote
-from pallas.product.llm.kernel.gate import Outcome
-from pallas.product.llm.kernel.turn import Turn, TurnDecision
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.base import Conversation
 from pallas.store.audit import EventKind
@@ -80,7 +85,6 @@ class AgentTurnHandler:
         conversation = Conversation(
             stream_id=turn.stream_id,
             stream=turn.stream,
-            asker_user_ids=frame.selectable_users,
             asker_is_owner=bool(set(frame.selectable_users) & self._deps.superusers),
         )
         toolbox = await TurnToolbox.open(

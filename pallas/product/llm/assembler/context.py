@@ -15,9 +15,9 @@ from typing import Protocol
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
-from pallas.product.llm.kernel.gate import Outcome
-from pallas.product.llm.kernel.trigger import SpeakTrigger
-from pallas.product.llm.kernel.turn import Turn
+from pallas.product.conversation.gate.gate import Outcome
+from pallas.product.conversation.gate.trigger import SpeakTrigger
+from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.tools.skills import SkillBook
 from pallas.providers.estimate import estimate_tokens
 from pallas.store.conversation import (
@@ -187,7 +187,7 @@ def _shown_text(line: WindowLine, in_batch: bool, names: Mapping[str, str]) -> s
 
 
 def named_mentions(text: str, mentions: Sequence[str], names: Mapping[str, str]) -> str:
-    """"@1234500001" -> "@阿四" for every mentioned id whose name is known."""
+    """ "@1234500001" -> "@阿四" for every mentioned id whose name is known."""
     for user_id in mentions:
         name = names.get(user_id)
         if name:

@@ -73,7 +73,6 @@ class Conversation:
 
     stream_id: int
     stream: StreamKey
-    asker_user_ids: tuple[str, ...] = ()
     asker_is_owner: bool = False
 
     @property

@@ -61,9 +61,6 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def by_wire(self, wire: str) -> Tool | None:
-        return self._tools.get(from_wire(wire))
-
     def tools(self) -> tuple[Tool, ...]:
         """In registration order (the order prompts list them in)."""
         return tuple(self._tools.values())

@@ -22,16 +22,17 @@ from pallas.config import load_settings
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup
 from pallas.core.inbound import InboundMessage, Segment, StreamKey
 from pallas.platform.onebot.send import own_message, utc_now
+from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.agent.setup import build_agent_handler
-from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
-from pallas.product.llm.pacing import DeliveryPolicy
 from pallas.store.models import Event
 from tests.support.waiting import until
 
 CHAT_MODEL = "m-chat"  # the model the shared `runtime` fixture (conftest.py) configures
 _platform_ids = itertools.count(900_000)
-# No pauses: the tests look at what is sent, not at the pace (tests/product/llm/test_outbox).
+# No pauses: the tests look at what is sent, not at the pace
+# (tests/product/conversation/delivery/test_outbox.py).
 FAST = DeliveryPolicy(min_pause_s=0, max_pause_s=0, stream_interval_s=0, global_per_second=1e6)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from pallas.core.inbound import StreamKind
+from pallas.product.conversation.delivery.contract import should_quote
 from pallas.product.llm.assembler.context import (
     ContextBlock,
     ContextLine,
@@ -14,7 +15,6 @@ from pallas.product.llm.assembler.context import (
     present_people,
     to_context_lines,
 )
-from pallas.product.llm.delivery import should_quote
 from pallas.store.conversation import WindowLine
 
 T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -12,9 +12,9 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
+from pallas.product.conversation.gate.trigger import SpeakTrigger
 from pallas.product.llm.agent.toolbox import TurnToolbox
 from pallas.product.llm.assembler.context import ContextLine, Persona, PreparedTurn, Scene
-from pallas.product.llm.kernel.trigger import SpeakTrigger
 from pallas.product.llm.tool_loop import MAX_RESULT_CHARS, ToolLoopDeps
 from pallas.product.llm.tools.base import Conversation, ToolTag, Visibility
 from pallas.product.llm.tools.book import EssentialToolError, ToolBook
@@ -50,7 +50,7 @@ class Kit:
     async def toolbox(
         self, text: str = "随便说说", *, owner: bool = False, stream: StreamKey = GROUP
     ) -> TurnToolbox:
-        conversation = Conversation(self.stream_id, stream, ("42",), owner)
+        conversation = Conversation(self.stream_id, stream, asker_is_owner=owner)
         line = ContextLine(7, "p7", "小明", "42", False, text, NOW, True, None, False, False)
         turn = PreparedTurn(
             turn_id=1,
@@ -225,7 +225,7 @@ async def test_activations_expire(kit: Kit) -> None:
     later = await TurnToolbox.open(
         box.deps,
         box_turn(kit),
-        Conversation(kit.stream_id, GROUP, ("42",), False),
+        Conversation(kit.stream_id, GROUP, asker_is_owner=False),
         NOW + timedelta(hours=1),
     )
     assert "test.later" not in {spec.name for spec in later.specs()}

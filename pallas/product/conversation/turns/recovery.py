@@ -25,14 +25,14 @@ from datetime import datetime, timedelta
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.gate.gate import Disposition, Outcome, Reason, Signal
 from pallas.product.conversation.ingress import NextStage, StoredMessage
-from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
-from pallas.product.llm.kernel.rebuffer import rebuffer_unconsumed
-from pallas.product.llm.kernel.scheduler import Scheduler
+from pallas.product.conversation.turns.buffers import TurnBuffers
+from pallas.product.conversation.turns.rebuffer import rebuffer_unconsumed
 from pallas.store import kernel_state
 from pallas.store.audit import EventKind
 from pallas.store.kernel_state import StartedTurn
-from pallas.store.ledger import LedgerEvent, LedgerWriter
+from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter
 
 RECOVERY_HORIZON = timedelta(hours=24)  # how far back start-up looks for cut paths
 STALE_REASON = "stale_at_restart"
@@ -43,7 +43,7 @@ _SIGNALS = frozenset(signal.value for signal in Signal)
 class RecoveryDeps:
     engine: AsyncEngine
     ledger: LedgerWriter
-    scheduler: Scheduler
+    scheduler: TurnBuffers
     gate: NextStage  # the stage list: decides on a message (the gate buffers what passes)
     window: timedelta  # fresher than this is still worth answering
     clock: Callable[[], datetime]
@@ -85,28 +85,30 @@ async def _unfinished(deps: RecoveryDeps, now: datetime) -> list[StartedTurn]:
 async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str:
     """Record the ending the crash cut off; the ending's name."""
     has_outbox, decision = await kernel_state.turn_traces(deps.engine, turn.turn_id)
+    ids = tuple(int(i) for i in turn.payload.get("message_ids", []))
     if turn.payload.get("outcome") == Outcome.DROP.value:
         await deps.ledger.write(_batch_dropped(turn))
         return "dropped"
     if decision == "wait" and not has_outbox:
         # Cut between giving the batch back and saying so: it waits, as it chose to.
-        await kernel_state.release_consumption(deps.engine, turn.turn_id)
-        await deps.ledger.write(_event(turn, EventKind.TURN_WAITING, ""))
+        waiting = _event(turn, EventKind.TURN_WAITING, "")
+        await deps.ledger.write(ConsumeMessages(None, ids), waiting)
         return "waiting"
     if has_outbox or decision == "silent":
         reason = "silent" if decision == "silent" and not has_outbox else "done"
         await deps.ledger.write(_event(turn, EventKind.TURN_FINISHED, reason))
         return reason
-    ids = [int(i) for i in turn.payload.get("message_ids", [])]
     retry = (
         _is_direct_call(turn)
         and turn.created_at >= now - deps.window
-        and not await kernel_state.retried_before(deps.engine, ids)
+        and not await kernel_state.retried_before(deps.engine, list(ids))
     )
-    if retry:
-        await kernel_state.release_consumption(deps.engine, turn.turn_id)
     ending = "retry" if retry else "given_up"
-    await deps.ledger.write(_event(turn, EventKind.TURN_INTERRUPTED, ending, {"message_ids": ids}))
+    interrupted = _event(turn, EventKind.TURN_INTERRUPTED, ending, {"message_ids": list(ids)})
+    if retry:  # the messages are given back, to be buffered again below
+        await deps.ledger.write(ConsumeMessages(None, ids), interrupted)
+    else:
+        await deps.ledger.write(interrupted)
     return ending
 
 

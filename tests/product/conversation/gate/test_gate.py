@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.kernel.gate import (
+from pallas.product.conversation.gate.gate import (
     AmbientChance,
     Disposition,
     GateRequest,
@@ -17,9 +17,13 @@ from pallas.product.llm.kernel.gate import (
     Signal,
     decide_disposition,
 )
-from pallas.product.llm.kernel.policy import GatePolicy, effective_policy, is_quiet_time
-from pallas.product.llm.kernel.signals import looks_like_public_question, names_in, opens_with_name
-from pallas.product.llm.kernel.trigger import (
+from pallas.product.conversation.gate.policy import GatePolicy, effective_policy, is_quiet_time
+from pallas.product.conversation.gate.signals import (
+    looks_like_public_question,
+    names_in,
+    opens_with_name,
+)
+from pallas.product.conversation.gate.trigger import (
     SpeakTrigger,
     classify_speak_trigger,
     lottery_roll,

@@ -13,16 +13,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.kernel.activity import Sighting, StreamActivity
-from pallas.product.llm.kernel.facts import Asker, MessageFacts, gate_request
-from pallas.product.llm.kernel.gate import (
+from pallas.product.conversation.gate.activity import Sighting, StreamActivity
+from pallas.product.conversation.gate.facts import Asker, MessageFacts, gate_request
+from pallas.product.conversation.gate.gate import (
     Disposition,
     Outcome,
     Reason,
     Signal,
     decide_disposition,
 )
-from pallas.product.llm.kernel.policy import GatePolicy
+from pallas.product.conversation.gate.policy import GatePolicy
 
 NOW = datetime(2026, 1, 1, 4, 0, tzinfo=UTC)  # 12:00 in Asia/Shanghai
 MIDNIGHT = datetime(2026, 1, 1, 16, 0, tzinfo=UTC)  # 00:00 in Asia/Shanghai

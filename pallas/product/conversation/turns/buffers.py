@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from loguru import logger
 
-from pallas.product.llm.kernel.turn import Admitted, TurnDecision
+from pallas.product.conversation.turns.turn import Admitted, TurnDecision
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
@@ -62,7 +62,7 @@ def head_run(items: deque[Admitted]) -> tuple[Admitted, ...]:
     return tuple(run)
 
 
-class Scheduler:
+class TurnBuffers:
     def __init__(
         self,
         run_turn: RunTurn,

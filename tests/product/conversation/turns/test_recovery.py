@@ -1,5 +1,5 @@
 """Start-up recovery on a real store: every message the gate let through ends in exactly one
-recorded outcome, wherever a crash cut its path (pallas/product/llm/kernel/recovery.py)."""
+recorded outcome, wherever a crash cut its path (pallas/product/conversation/turns/recovery.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from sqlalchemy import update
 
 from pallas.app import Runtime
 from pallas.core.inbound import InboundMessage
-from pallas.product.llm.kernel.turn import Turn, TurnDecision
+from pallas.product.conversation.turns.turn import Turn, TurnDecision
 from pallas.store.ledger import LedgerEvent
 from pallas.store.models import Message
 from pallas.store.outbox import NewItem
-from tests.product.llm.kernel.test_kernel import (
+from tests.product.conversation.turns.test_kernel import (
     Recorder,
     events,
     say,

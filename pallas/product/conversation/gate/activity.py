@@ -1,6 +1,6 @@
 """Recent activity of one stream, as the gate needs it: a bounded, rebuildable cache.
 
-It is a cache over the timeline and the ledger (see `ActivityBook.load`), so a restart
+It is a cache over the timeline and the ledger (see `activity_book.ActivityBook`), so a restart
 loses nothing: the next message of a stream rebuilds its view from the store.
 """
 

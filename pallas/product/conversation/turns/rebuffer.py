@@ -8,15 +8,15 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
+from pallas.product.conversation.gate.facts import MessageFacts
+from pallas.product.conversation.gate.gate import Disposition, Outcome, Reason, Signal
 from pallas.product.conversation.ingress import StoredMessage
-from pallas.product.llm.kernel.facts import MessageFacts
-from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason, Signal
-from pallas.product.llm.kernel.scheduler import Scheduler
-from pallas.product.llm.kernel.turn import Admitted
+from pallas.product.conversation.turns.buffers import TurnBuffers
+from pallas.product.conversation.turns.turn import Admitted
 from pallas.store import kernel_state
 
 
-async def rebuffer_unconsumed(engine: AsyncEngine, scheduler: Scheduler, since: datetime) -> int:
+async def rebuffer_unconsumed(engine: AsyncEngine, scheduler: TurnBuffers, since: datetime) -> int:
     """Re-buffer admitted, unconsumed messages stored after `since`; older ones stay history."""
     pending = await kernel_state.unconsumed_admitted(engine, since)
     for row in pending:

@@ -20,8 +20,8 @@ from loguru import logger
 
 from pallas.core.actions import HISTORY_UNREADABLE, SentLookup
 from pallas.core.inbound import Segment, SegmentKind
-from pallas.product.llm.delivery import DeliveryReport, OutgoingReply, Outlet
-from pallas.product.llm.pacing import (
+from pallas.product.conversation.delivery.contract import DeliveryReport, OutgoingReply, Outlet
+from pallas.product.conversation.delivery.pacing import (
     DeliveryPolicy,
     RateGate,
     Recovery,

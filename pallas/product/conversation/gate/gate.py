@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.kernel.policy import GatePolicy
+from pallas.product.conversation.gate.policy import GatePolicy
 
 
 class Outcome(StrEnum):

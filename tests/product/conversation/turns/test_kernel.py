@@ -15,9 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.app import Runtime
 from pallas.config import load_settings
 from pallas.core.inbound import InboundMessage
-from pallas.product.llm.kernel.gate import Outcome, Reason, Signal
-from pallas.product.llm.kernel.trigger import SpeakTrigger
-from pallas.product.llm.kernel.turn import Turn, TurnDecision
+from pallas.product.conversation.gate.gate import Outcome, Reason, Signal
+from pallas.product.conversation.gate.trigger import SpeakTrigger
+from pallas.product.conversation.turns.turn import Turn, TurnDecision
 from pallas.store.models import Event, Message, StreamState
 from pallas.store.outbox import NewItem
 from tests.support.inbound import BOT_ID, group, message, private

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.delivery import should_quote
+from pallas.product.conversation.delivery.contract import should_quote
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pallas.product.llm.pacing import (
+from pallas.product.conversation.delivery.pacing import (
     DeliveryPolicy,
     RateGate,
     Recovery,

@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pallas.core.inbound import InboundMessage
-from pallas.product.llm.kernel.activity import Sighting, StreamActivity
-from pallas.product.llm.kernel.facts import (
+from pallas.product.conversation.gate.activity import Sighting, StreamActivity
+from pallas.product.conversation.gate.facts import (
     MessageFacts,
     count_pokes,
     merge_facts,
     read_message,
 )
-from pallas.product.llm.kernel.policy import GatePolicy
+from pallas.product.conversation.gate.policy import GatePolicy
 from tests.support.inbound import BOT_ID, message
 
 NAMES = ("牛牛", "pallas")

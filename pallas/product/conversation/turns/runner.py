@@ -12,17 +12,17 @@ from datetime import datetime
 from loguru import logger
 
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.kernel.activity import StreamActivity
-from pallas.product.llm.kernel.facts import Asker, gate_request, merge_facts
-from pallas.product.llm.kernel.gate import Disposition, Reason, decide_disposition
-from pallas.product.llm.kernel.policy import GatePolicy
-from pallas.product.llm.kernel.scheduler import Batch
-from pallas.product.llm.kernel.trigger import (
+from pallas.product.conversation.gate.activity import StreamActivity
+from pallas.product.conversation.gate.facts import Asker, gate_request, merge_facts
+from pallas.product.conversation.gate.gate import Disposition, Reason, decide_disposition
+from pallas.product.conversation.gate.policy import GatePolicy
+from pallas.product.conversation.gate.trigger import (
     classify_speak_trigger,
     lottery_roll,
     timeline_size,
 )
-from pallas.product.llm.kernel.turn import Turn, TurnDecision, TurnHandler
+from pallas.product.conversation.turns.buffers import Batch
+from pallas.product.conversation.turns.turn import Turn, TurnDecision, TurnHandler
 from pallas.store.audit import EventKind
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter, SetFollowUpDeclined
 

@@ -11,10 +11,14 @@ from datetime import datetime
 from typing import Any
 
 from pallas.core.inbound import InboundMessage, StreamKind
-from pallas.product.llm.kernel.activity import StreamActivity
-from pallas.product.llm.kernel.gate import AmbientChance, GateRequest
-from pallas.product.llm.kernel.policy import GatePolicy, is_quiet_time
-from pallas.product.llm.kernel.signals import looks_like_public_question, names_in, opens_with_name
+from pallas.product.conversation.gate.activity import StreamActivity
+from pallas.product.conversation.gate.gate import AmbientChance, GateRequest
+from pallas.product.conversation.gate.policy import GatePolicy, is_quiet_time
+from pallas.product.conversation.gate.signals import (
+    looks_like_public_question,
+    names_in,
+    opens_with_name,
+)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from enum import StrEnum
 
-from pallas.product.llm.kernel.gate import Disposition, Reason, Signal
+from pallas.product.conversation.gate.gate import Disposition, Reason, Signal
 
 FULL_TIMELINE = 8
 SHORT_TIMELINE = 4  # unprompted participation: a short view keeps it on topic

@@ -7,10 +7,10 @@ from enum import StrEnum
 from typing import Protocol
 
 from pallas.core.inbound import StreamKey
+from pallas.product.conversation.gate.facts import MessageFacts
+from pallas.product.conversation.gate.gate import Disposition
+from pallas.product.conversation.gate.trigger import SpeakTrigger
 from pallas.product.conversation.ingress import StoredMessage
-from pallas.product.llm.kernel.facts import MessageFacts
-from pallas.product.llm.kernel.gate import Disposition
-from pallas.product.llm.kernel.trigger import SpeakTrigger
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
 from pallas.product.llm.assembler.context import AssemblyDeps, Persona
 from pallas.product.llm.assembler.prompt import ProtocolMode
-from pallas.product.llm.delivery import Outlet, ReplyDelivery
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.skills import SkillBook

@@ -8,112 +8,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
-from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
-from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage
-from pallas.product.llm.kernel.activity import HORIZON, Sighting, StreamActivity
-from pallas.product.llm.kernel.facts import (
+from pallas.product.conversation.gate.activity import Sighting, StreamActivity
+from pallas.product.conversation.gate.activity_book import ActivityBook
+from pallas.product.conversation.gate.facts import (
     Asker,
     MessageFacts,
     count_pokes,
     gate_request,
     read_message,
 )
-from pallas.product.llm.kernel.gate import Disposition, decide_disposition
-from pallas.product.llm.kernel.policy import GatePolicy, effective_policy
-from pallas.product.llm.kernel.scheduler import Scheduler
-from pallas.product.llm.kernel.trigger import classify_speak_trigger, lottery_roll
-from pallas.product.llm.kernel.turn import Admitted
+from pallas.product.conversation.gate.gate import Disposition, decide_disposition
+from pallas.product.conversation.gate.policy_book import PolicyBook
+from pallas.product.conversation.gate.trigger import classify_speak_trigger, lottery_roll
+from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage
+from pallas.product.conversation.turns.buffers import TurnBuffers
+from pallas.product.conversation.turns.turn import Admitted
 from pallas.store import kernel_state
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter, SetFollowUpDeclined
-from pallas.store.sql import BoundedCache
-
-POLICY_TTL = timedelta(seconds=30)
-
-
-class ActivityBook:
-    """Per-stream activity views, loaded from the store on first sight, bounded in number."""
-
-    def __init__(self, engine: AsyncEngine, capacity: int = 2_000) -> None:
-        self._engine = engine
-        self._views: BoundedCache[int, StreamActivity] = BoundedCache(capacity)
-
-    def cached(self, stream_id: int) -> StreamActivity | None:
-        return self._views.get(stream_id)
-
-    async def get(self, stream_id: int, self_id: str, now: datetime) -> StreamActivity:
-        view = self._views.get(stream_id)
-        if view is None:
-            view = await self._load(stream_id, self_id, now)
-            self._views.put_all({stream_id: view})
-        return view
-
-    async def _load(self, stream_id: int, self_id: str, now: datetime) -> StreamActivity:
-        since = now - HORIZON
-        rows = await kernel_state.recent_rows(self._engine, stream_id, since)
-        bot_ids = {r.platform_message_id for r in rows if r.from_bot}
-        sightings = [
-            Sighting(
-                r.message_id,
-                r.platform_message_id,
-                r.person_id,
-                r.stored_at,
-                from_bot=r.from_bot,
-                mentioned_me=self_id in r.mentions and not r.is_poke,
-                poked_me=r.is_poke and self_id in r.mentions,
-                replied_to_me=r.reply_to in bot_ids,
-            )
-            for r in rows
-        ]
-        return StreamActivity(
-            sightings,
-            await kernel_state.ambient_passes(self._engine, stream_id, since),
-            await kernel_state.follow_up_declined(self._engine, stream_id),
-        )
-
-
-class PolicyBook:
-    """Each group's effective policy: the defaults plus its stored overrides (cached briefly)."""
-
-    def __init__(self, engine: AsyncEngine, defaults: GatePolicy) -> None:
-        self._engine = engine
-        self.defaults = defaults
-        self._cache: BoundedCache[int, tuple[GatePolicy, datetime]] = BoundedCache(5_000)
-
-    def cached(self, stream_id: int) -> GatePolicy:
-        hit = self._cache.get(stream_id)
-        return hit[0] if hit else self.defaults
-
-    async def save(self, stream_id: int, overrides: dict[str, Any], now: datetime) -> GatePolicy:
-        """Validate and store a group's overrides; they apply from the next message."""
-        policy = self.defaults.with_overrides(overrides)  # raises on an invalid knob
-        await kernel_state.save_policy_overrides(self._engine, stream_id, overrides, now)
-        self._cache.put_all({stream_id: (policy, now)})
-        return policy
-
-    async def get(self, stream_id: int, now: datetime) -> GatePolicy:
-        hit = self._cache.get(stream_id)
-        if hit is not None and now - hit[1] < POLICY_TTL:
-            return hit[0]
-        overrides = await kernel_state.policy_overrides(self._engine, stream_id)
-        policy, problem = effective_policy(self.defaults, overrides)
-        if problem:
-            logger.warning("stream {}: {}", stream_id, problem)
-        self._cache.put_all({stream_id: (policy, now)})
-        return policy
 
 
 @dataclass
 class AdmissionDeps:
     engine: AsyncEngine
     ledger: LedgerWriter
-    scheduler: Scheduler
+    scheduler: TurnBuffers
     activities: ActivityBook
     policies: PolicyBook
     names: Sequence[str]

@@ -15,9 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup
 from pallas.core.inbound import Segment, SegmentKind, Sender, StreamKey
 from pallas.platform.onebot.send import own_message
-from pallas.product.llm.delivery import OutgoingReply
-from pallas.product.llm.outbox import OutboxDelivery, OutboxDispatcher
-from pallas.product.llm.pacing import DeliveryPolicy
+from pallas.product.conversation.delivery.contract import OutgoingReply
+from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore

@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.gate.facts import MessageFacts
+from pallas.product.conversation.gate.gate import Disposition, Outcome, Reason
 from pallas.product.conversation.ingress import StoredMessage
-from pallas.product.llm.kernel import scheduler as scheduler_module
-from pallas.product.llm.kernel.facts import MessageFacts
-from pallas.product.llm.kernel.gate import Disposition, Outcome, Reason
-from pallas.product.llm.kernel.scheduler import Batch, Scheduler, TurnSource
-from pallas.product.llm.kernel.turn import Admitted, TurnDecision
+from pallas.product.conversation.turns import buffers as scheduler_module
+from pallas.product.conversation.turns.buffers import Batch, TurnBuffers, TurnSource
+from pallas.product.conversation.turns.turn import Admitted, TurnDecision
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Stream
 from pallas.store.timeline import TimelineWriter
@@ -78,7 +78,7 @@ async def test_thousand_messages_twenty_streams_slow_handler(ledger: LedgerWrite
         active[batch.stream_id] -= 1
         return TurnDecision.DONE
 
-    scheduler = Scheduler(slow_turn, ledger, buffer_cap=2_000)
+    scheduler = TurnBuffers(slow_turn, ledger, buffer_cap=2_000)
     scheduler.start()
     sent: dict[int, list[int]] = defaultdict(list)
     for i in range(1_000):
@@ -102,7 +102,7 @@ async def test_a_batch_is_the_head_run_of_one_sender(ledger: LedgerWriter) -> No
         batches.append([item.sender_person_id for item in batch.items])
         return TurnDecision.DONE
 
-    scheduler = Scheduler(record, ledger)
+    scheduler = TurnBuffers(record, ledger)
     for person in (1, 1, 2, 1):
         scheduler.submit(admitted(5, person), private=False)
     scheduler.start()
@@ -138,7 +138,7 @@ async def test_overflow_is_recorded_and_other_streams_still_run(
         ran.append(batch.stream_id)
         return TurnDecision.DONE
 
-    scheduler = Scheduler(turn, ledger, buffer_cap=50)
+    scheduler = TurnBuffers(turn, ledger, buffer_cap=50)
     scheduler.start()
     scheduler.submit(burst[0], private=False)
     await until(lambda: stuck_stream in scheduler.running)
@@ -160,7 +160,7 @@ async def test_claims_record_only_cross_source_competition(
     async def never(batch: Batch) -> TurnDecision:
         return TurnDecision.DONE
 
-    scheduler = Scheduler(never, ledger)
+    scheduler = TurnBuffers(never, ledger)
     assert scheduler.try_claim(3, TurnSource.PROACTIVE)
     assert not scheduler.try_claim(3, TurnSource.PROACTIVE)
     assert not scheduler.try_claim(3, TurnSource.REPLY)
@@ -189,7 +189,7 @@ async def test_a_failure_while_taking_a_batch_keeps_it_at_the_head(
         taken.extend(item.message_id for item in batch.items)
         return TurnDecision.DONE
 
-    scheduler = Scheduler(turn, ledger)
+    scheduler = TurnBuffers(turn, ledger)
     item = admitted(4)
     scheduler.submit(item, private=False)
     scheduler.tick()  # fails: nothing taken, stream released
@@ -207,7 +207,7 @@ async def test_group_wait_holds_until_more_arrives(ledger: LedgerWriter) -> None
         return TurnDecision.WAIT if batch.may_wait else TurnDecision.DONE
 
     clock = [0.0]
-    scheduler = Scheduler(turn, ledger, monotonic=lambda: clock[0], private_wait_s=10)
+    scheduler = TurnBuffers(turn, ledger, monotonic=lambda: clock[0], private_wait_s=10)
     scheduler.start()
     first = admitted(6)
     scheduler.submit(first, private=False)
@@ -229,7 +229,7 @@ async def test_private_wait_reopens_after_the_timeout_without_wait(ledger: Ledge
         seen.append(batch.may_wait)
         return TurnDecision.WAIT if batch.may_wait else TurnDecision.DONE
 
-    scheduler = Scheduler(turn, ledger, private_wait_s=0.3)
+    scheduler = TurnBuffers(turn, ledger, private_wait_s=0.3)
     scheduler.start()
     scheduler.submit(admitted(7), private=True)
     await until(lambda: len(seen) == 2)

@@ -1,1 +1,0 @@
-"""The turn: ingress, gate, buffer, scheduler."""
