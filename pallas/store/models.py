@@ -266,3 +266,29 @@ class OutboxItem(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_error: Mapped[str] = mapped_column(Text, default="")
     platform_message_id: Mapped[str | None] = mapped_column(String(64))
+    # Set by senders that may run twice for the same cause (a responder re-run at start-up):
+    # the second enqueue finds the first row instead of adding another.
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+
+
+class Job(Base):
+    """Durable work done off a turn's path (docs/jobs.md): claimed under a lease, retried."""
+
+    __tablename__ = "job"
+    __table_args__ = (Index("ix_job_status_due_at", "status", "due_at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # A second job with the same key is not created (a periodic job's run, a turn's follow-up).
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    # pending -> running -> done; running -> pending (retry) ; running -> failed (final)
+    status: Mapped[str] = mapped_column(String(16))
+    due_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    lease_holder: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=5)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
