@@ -22,6 +22,7 @@ from pallas.product.conversation.gate.trigger import (
     timeline_size,
 )
 from pallas.product.conversation.turns.buffers import Batch
+from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding, TurnObservers
 from pallas.product.conversation.turns.turn import Turn, TurnDecision, TurnHandler
 from pallas.store.audit import EventKind
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter, SetFollowUpDeclined
@@ -55,6 +56,7 @@ class RunnerDeps:
     lottery_seed: str
     # The chat's bubbles queued but not yet sent (the outbox): the frequency cap counts them.
     queued_replies: Callable[[int], Awaitable[int]] = field(default=_none_queued)
+    observers: TurnObservers = field(default_factory=TurnObservers)
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
@@ -70,6 +72,7 @@ async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
     await claim_messages(turn, deps)
     if not disposition.passes:
         deps.ledger.record(_dropped(turn))
+        _tell_observers(turn, TurnEnding.DROPPED, deps)
         return TurnDecision.DONE
     if disposition.reason is Reason.AMBIENT:
         activity.add_ambient_turn(now)
@@ -154,12 +157,23 @@ async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> T
                 payload={"error": repr(exc)[:500]},
             )
         )
+        _tell_observers(turn, TurnEnding.FAILED, deps)
         return TurnDecision.DONE
     if decision is TurnDecision.WAIT and not turn.may_wait:
         logger.warning("turn {}: wait is not allowed for this batch; treated as done", turn.turn_id)
         decision = TurnDecision.DONE
     await _after(turn, decision, activity, deps)
+    if decision is not TurnDecision.WAIT:
+        ending = TurnEnding.SILENT if decision is TurnDecision.SILENT else TurnEnding.DONE
+        _tell_observers(turn, ending, deps)
     return decision
+
+
+def _tell_observers(turn: Turn, ending: TurnEnding, deps: RunnerDeps) -> None:
+    ids = tuple(m.message_id for m in turn.messages)
+    deps.observers.notify(
+        TurnEnded(turn.turn_id, turn.stream_id, turn.stream, ids, ending, deps.clock())
+    )
 
 
 async def _after(
