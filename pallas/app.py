@@ -19,10 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
+from pallas.core.assets import ASSETS_FOLDER
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.conversation.delivery.payload import asset_checker
 from pallas.product.conversation.gate.activity_book import ActivityBook
 from pallas.product.conversation.gate.admission import Admission, AdmissionDeps
 from pallas.product.conversation.gate.policy import GatePolicy
@@ -34,6 +36,7 @@ from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
 from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
+from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import load_agent_config
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
@@ -51,6 +54,11 @@ from pallas.store.outbox import OutboxStore
 from pallas.store.timeline import TimelineWriter
 
 LOTTERY_SEED = "pallas-ambient"
+
+# What happens to a committed message, in this order (docs/architecture.md, "The stage
+# list"): silence, then the owner's commands, then the deterministic responders, then the
+# gate, which hands what it admits to the turn buffers.
+STAGE_ORDER = ("silence", "commands", "poke_back", "notices", "repeat", "gate")
 
 
 def utc_now() -> datetime:
@@ -84,6 +92,8 @@ class Runtime:
     tools: ToolSetup
     dispatcher: OutboxDispatcher
     outbox: OutboxStore
+    sender: OutboxDelivery
+    responders: ResponderDeps
     lookups: PlatformLookups
     console_token: str = field(default="", repr=False)
 
@@ -128,10 +138,22 @@ class Runtime:
                 lottery_seed=LOTTERY_SEED,
             )
         )
-        stages = StageList(_stages(settings, admission), ledger, own=admission)
+        stages = StageList(_core_stages(settings, admission), ledger, admission, STAGE_ORDER)
         ingress = Ingress(writer, stages)
-        outlet = OneBotOutlet(ingress, route=partial(temp_chat_group, engine))
+        assets = settings.pallas_data_dir / ASSETS_FOLDER
+        route = partial(temp_chat_group, engine)
+        outlet = OneBotOutlet(ingress, route=route, assets=assets)
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
+        delivery = OutboxDelivery(outbox, dispatcher, utc_now, asset_checker(assets))
+        responders = ResponderDeps(
+            engine=engine,
+            sender=delivery,
+            outbox=outbox,
+            action_ids=lambda: runner.turn_ids.next(),  # the ids are seeded at start
+            clock=utc_now,
+            data_dir=settings.pallas_data_dir,
+            names=outlet.nickname,
+        )
         tools = build_tools(
             engine,
             settings.pallas_data_dir,
@@ -141,7 +163,6 @@ class Runtime:
         if handler is None:
             # The agent acts through the platform, which records the bot's own messages
             # through the ingress: built last, then plugged into the turn runner.
-            delivery = OutboxDelivery(outbox, dispatcher, utc_now)
             runner.handler = _agent(settings, engine, ledger, models, outlet, delivery, tools)
         return cls(
             settings=settings,
@@ -161,6 +182,8 @@ class Runtime:
             tools=tools,
             dispatcher=dispatcher,
             outbox=outbox,
+            sender=delivery,
+            responders=responders,
             lookups=PlatformLookups(ingress),
         )
 
@@ -223,8 +246,8 @@ class Runtime:
         await self.engine.dispose()
 
 
-def _stages(settings: Settings, gate: Admission) -> list[Stage]:
-    """What happens to a committed message, in this order (docs/architecture.md)."""
+def _core_stages(settings: Settings, gate: Admission) -> list[Stage]:
+    """The stages of the core; plugin packages register the others into STAGE_ORDER."""
     return [
         SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now),
         gate,

@@ -21,6 +21,7 @@ class EventKind(StrEnum):
     STAGE_HANDLED = "stage_handled"  # a stage answered the message; later stages skipped
     STAGE_SUPPRESSED = "stage_suppressed"  # silenced: stored and flagged, nobody acts on it
     STAGE_FAILED = "stage_failed"  # a stage raised; the message went on to the next stage
+    STAGE_ACTED = "stage_acted"  # a stage acted (a poke back) and let the next stages see it
     # the gate and the turn buffers
     GATE_PASSED = "gate_passed"  # the gate let the message (or a batch) through, with its rule
     GATE_DROPPED = "gate_dropped"  # the gate dropped it, with the rule (or stale_at_restart)
@@ -35,6 +36,7 @@ class EventKind(StrEnum):
     REPLY_INTENT = "reply_intent"  # the decision said more than its text (e.g. a wait hint)
     REPLY_QUEUED = "reply_queued"  # a reply and its outbox rows were committed
     ACTION_QUEUED = "action_queued"  # a poke or a reaction was committed to the outbox
+    ACTION_REFUSED = "action_refused"  # the outbox refused a decided action it cannot send
     TURN_FINISHED = "turn_finished"  # the turn ended normally (replied, acted or silent)
     TURN_FAILED = "turn_failed"  # the turn ended with an error
     TURN_WAITING = "turn_waiting"  # the model chose to wait for more messages

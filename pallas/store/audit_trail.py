@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.audit import EventKind
 from pallas.store.models import Event, Message, OutboxItem
+
+_STAGE_KINDS = (EventKind.STAGE_ACTED.value, EventKind.STAGE_HANDLED.value)
 
 
 @dataclass(frozen=True)
@@ -56,9 +59,14 @@ class MessagePath:
     suppressed: bool
     events: tuple[TrailEvent, ...]  # the message's own: inbound, stages, the ingress gate
     turn: TurnTrace | None  # the turn that took it, if one did
+    # What responder stages did for it (a repeat, a poke back), each under its action id.
+    actions: tuple[TurnTrace, ...] = ()
 
     def kinds(self) -> list[str]:
-        return [event.kind for event in self.events] + (self.turn.kinds() if self.turn else [])
+        kinds = [event.kind for event in self.events]
+        for action in self.actions:
+            kinds += [k for k in action.kinds() if not k.startswith("stage_")]
+        return kinds + (self.turn.kinds() if self.turn else [])
 
 
 async def explain(engine: AsyncEngine, message_id: int) -> MessagePath | None:
@@ -73,12 +81,15 @@ async def explain(engine: AsyncEngine, message_id: int) -> MessagePath | None:
         ).first()
         if row is None:
             return None
-        own = await conn.execute(
-            _events().where(Event.message_id == message_id, Event.turn_id.is_(None))
-        )
+        # A stage's decision carries the id of the action it took; a turn's events are
+        # shown under the turn below.
+        mine = or_(Event.turn_id.is_(None), Event.kind.in_(_STAGE_KINDS))
+        own = await conn.execute(_events().where(Event.message_id == message_id, mine))
         events = tuple(_trail_event(e) for e in own.all())
     turn = await trace(engine, row.turn_id) if row.turn_id is not None else None
-    return MessagePath(message_id, row.text, bool(row.suppressed), events, turn)
+    action_ids = dict.fromkeys(e.turn_id for e in events if e.turn_id is not None)
+    actions = tuple([await trace(engine, action) for action in action_ids])
+    return MessagePath(message_id, row.text, bool(row.suppressed), events, turn, actions)
 
 
 async def trace(engine: AsyncEngine, turn_id: int) -> TurnTrace:

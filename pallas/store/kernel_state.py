@@ -53,7 +53,9 @@ async def max_turn_id(engine: AsyncEngine) -> int:
     async with engine.connect() as conn:
         in_ledger = (await conn.execute(select(func.max(Event.turn_id)))).scalar()
         in_timeline = (await conn.execute(select(func.max(Message.turn_id)))).scalar()
-    return max(in_ledger or 0, in_timeline or 0)
+        # A responder's action may have queued rows before its audit event was committed.
+        in_outbox = (await conn.execute(select(func.max(OutboxItem.turn_id)))).scalar()
+    return max(in_ledger or 0, in_timeline or 0, in_outbox or 0)
 
 
 async def recent_rows(engine: AsyncEngine, stream_id: int, since: datetime) -> list[RecentRow]:

@@ -58,6 +58,7 @@ class DroppedRow:
 class Enqueued:
     ids: list[int]  # the new rows, in sending order
     dropped: list[DroppedRow]  # older unsolicited rows given up to make room (see enqueue)
+    created: bool = True  # False: the idempotency key was queued before; `ids` are those rows
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class OutboxStore:
         quote: str | None = None,
         direct: bool = False,
         max_waiting: int | None = None,
+        key: str | None = None,
     ) -> Enqueued:
         """The reply record (when there are bubbles) and its rows, in one transaction.
 
@@ -101,8 +103,16 @@ class OutboxStore:
         waiting unsolicited replies so that at most `max_waiting` wait, itself included. The
         reply at the head of the chat (it may have begun) and direct replies are never
         dropped.
+
+        With a `key`, the rows are queued at most once: a second call with the same key (a
+        responder run again for the same message after a crash) returns the first rows.
         """
+        keys = item_keys(key, len(items))
         async with self._lock, self._engine.begin() as conn:
+            if keys:
+                existing = await _keyed_rows(conn, keys)
+                if existing:
+                    return Enqueued(existing, [], created=False)
             reply_id = None
             if bubbles:
                 result = await conn.execute(
@@ -119,6 +129,8 @@ class OutboxStore:
             for item in items:
                 due += timedelta(seconds=item.delay_s)
                 values = _row(reply_id, turn_id, stream_id, item, due, now) | {"direct": direct}
+                if keys:
+                    values["idempotency_key"] = keys[len(ids)]
                 result = await conn.execute(insert(OutboxItem).values(**values))
                 ids.append(int(result.inserted_primary_key[0]))
             dropped = []
@@ -154,6 +166,18 @@ class OutboxStore:
         )
         async with self._engine.connect() as conn:
             return int((await conn.execute(query)).scalar() or 0)
+
+    async def open_pokes(self, stream_id: int) -> list[tuple[str, datetime]]:
+        """Pokes of the chat queued but not yet confirmed: (target, queued at). A limit that
+        counts the bot's pokes must count these too, or two quick pokes both pass it."""
+        query = select(OutboxItem.payload, OutboxItem.created_at).where(
+            OutboxItem.stream_id == stream_id,
+            OutboxItem.status.in_(OPEN),
+            OutboxItem.kind == "poke",
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
+        return [(str(row.payload.get("user_id", "")), row.created_at) for row in rows]
 
     async def open_count(self) -> int:
         query = select(func.count()).select_from(OutboxItem).where(OutboxItem.status.in_(OPEN))
@@ -200,6 +224,18 @@ class OutboxStore:
         )
         async with self._engine.connect() as conn:
             return (await conn.execute(query)).scalar()
+
+
+def item_keys(key: str | None, count: int) -> list[str]:
+    """One key per row: the key itself for the first, `key#i` for the i-th after it."""
+    if key is None:
+        return []
+    return [key if i == 0 else f"{key}#{i}" for i in range(count)]
+
+
+async def _keyed_rows(conn: AsyncConnection, keys: list[str]) -> list[int]:
+    query = select(OutboxItem.id).where(OutboxItem.idempotency_key.in_(keys))
+    return [int(i) for i in (await conn.execute(query.order_by(OutboxItem.id))).scalars()]
 
 
 async def _make_room(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import base64
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
+from pallas.core.assets import asset_file, asset_path
 from pallas.core.inbound import Segment, SegmentKind
 
 
@@ -19,6 +23,27 @@ def to_onebot_message(segments: Iterable[Segment]) -> Message:
     for segment in segments:
         message.append(_to_onebot_segment(segment))
     return message
+
+
+def inline_assets(segments: Sequence[Segment], folder: Path | None) -> tuple[Segment, ...]:
+    """Asset references replaced by the file's bytes (`base64://`): NapCat often runs on
+    another machine or container, where a path of ours means nothing."""
+    return tuple(_inline(segment, folder) for segment in segments)
+
+
+def _inline(segment: Segment, folder: Path | None) -> Segment:
+    media = segment.media
+    relative = asset_path(media.file) if media is not None and not media.url else None
+    if media is None or relative is None:
+        return segment
+    if folder is None:
+        raise UnsendableSegmentError(f"asset {relative!r}: this outlet has no assets folder")
+    try:
+        data = asset_file(folder, relative).read_bytes()
+    except OSError as exc:
+        raise UnsendableSegmentError(f"asset {relative!r} cannot be read: {exc}") from exc
+    encoded = "base64://" + base64.b64encode(data).decode("ascii")
+    return dataclasses.replace(segment, media=dataclasses.replace(media, url=encoded))
 
 
 def text_message(text: str) -> Message:
@@ -52,6 +77,8 @@ def _to_onebot_segment(segment: Segment) -> MessageSegment:
             )
         case SegmentKind.RECORD if segment.media is not None:
             return MessageSegment.record(segment.media.url or segment.media.file)
+        case SegmentKind.VIDEO if segment.media is not None:
+            return MessageSegment.video(segment.media.url or segment.media.file)
     raise UnsendableSegmentError(f"cannot send a {segment.kind} segment: {segment!r}")
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import nonebot
@@ -25,10 +26,12 @@ from nonebot.exception import AdapterException
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup, reaction_id
 from pallas.core.inbound import InboundMessage, Segment, SegmentKind, StreamKey, StreamKind
 from pallas.core.text import excerpt, render_plain_text
+from pallas.platform.onebot.outbound import UnsendableSegmentError, inline_assets
 from pallas.platform.onebot.segments import convert_segments
 from pallas.platform.onebot.send import (
     Clock,
     Recorder,
+    lookup_nickname,
     own_message,
     poke_and_record,
     send_and_record,
@@ -90,10 +93,12 @@ class OneBotOutlet:
         clock: Clock = utc_now,
         route: TempChatRoute = no_temp_chats,
         *,
+        assets: Path | None = None,
         probe_timeout_s: float = PROBE_TIMEOUT_S,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._recorder = recorder
+        self._assets = assets  # PALLAS_DATA_DIR/assets: where `asset:` references point
         self._clock = clock
         self._route = route
         self._probe_timeout_s = probe_timeout_s
@@ -120,6 +125,11 @@ class OneBotOutlet:
             quote = None
         if quote is not None:
             segments = (Segment(SegmentKind.REPLY, target=quote), *segments)
+        try:
+            segments = inline_assets(segments, self._assets)
+        except UnsendableSegmentError as exc:
+            logger.warning("send to {}: {}", _where(stream), exc)
+            return None
         try:
             via_group = await self._route(stream)
             return await send_and_record(
@@ -188,6 +198,13 @@ class OneBotOutlet:
                 await self._recorder.accept(found)
                 return SentLookup(answered=True, platform_message_id=found.platform_message_id)
         return SentLookup(answered=True)
+
+    async def nickname(self, self_id: str, user_id: str) -> str | None:
+        """The user's QQ nickname, or None if the bot is not connected or NapCat cannot say."""
+        bot = _connected_bot(self_id, f"nickname of {excerpt(user_id, 20)}")
+        if bot is None or not _is_platform_id(user_id):
+            return None
+        return await lookup_nickname(bot, user_id)
 
     async def is_connected(self, self_id: str) -> bool:
         """Whether that bot account has a live connection (sends would have a chance)."""

@@ -13,9 +13,9 @@ from typing import Protocol
 
 from loguru import logger
 
-from pallas.core.inbound import InboundEvent, InboundMessage
+from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange
 from pallas.core.text import describe_inbound
-from pallas.store.timeline import MessageWritten, TimelineWriter
+from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,20 @@ class Verdict(StrEnum):
 class StageResult:
     verdict: Verdict
     reason: str = ""  # a stable snake_case word for the audit (docs/architecture.md)
+    # The responder action this stage took (its outbox rows carry it): the audit names it.
+    turn_id: int | None = None
 
 
 CONTINUE = StageResult(Verdict.CONTINUE)
+
+
+@dataclass(frozen=True)
+class StoredChange:
+    """A member joining or leaving, as recorded (the welcome and farewell act on it)."""
+
+    stream_id: int
+    person_id: int | None
+    change: MemberChange
 
 
 class NextStage(Protocol):
@@ -54,6 +65,9 @@ class NextStage(Protocol):
     async def on_own_message(self, stored: StoredMessage) -> None:
         """A new message the bot sent (reported by the platform)."""
 
+    async def on_member_change(self, stored: StoredChange) -> None:
+        """A member joined or left (recorded)."""
+
 
 class NoNextStage:
     """Used while nothing is plugged in after ingress: messages are recorded, nothing more."""
@@ -62,6 +76,9 @@ class NoNextStage:
         return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
+        return None
+
+    async def on_member_change(self, stored: StoredChange) -> None:
         return None
 
 
@@ -99,6 +116,8 @@ class Ingress:
         except Exception as exc:
             logger.error("inbound not persisted ({!r}): {}", exc, describe_inbound(item))
             return IngressResult(IngressOutcome.FAILED)
+        if isinstance(item, MemberChange) and isinstance(written, NoticeWritten):
+            await self._hand_on_change(StoredChange(written.stream_id, written.person_id, item))
         if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
             return IngressResult(IngressOutcome.RECORDED)
         if written.duplicate:
@@ -111,6 +130,12 @@ class Ingress:
         if result.verdict is Verdict.SUPPRESSED:
             return IngressResult(IngressOutcome.SUPPRESSED, stored)
         return IngressResult(IngressOutcome.ACCEPTED, stored)
+
+    async def _hand_on_change(self, stored: StoredChange) -> None:
+        try:
+            await self._next_stage.on_member_change(stored)
+        except Exception as exc:
+            logger.opt(exception=exc).error("next stage failed for a member change")
 
     async def _hand_on(self, stored: StoredMessage) -> StageResult:
         stage = self._next_stage

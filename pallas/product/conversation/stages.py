@@ -2,15 +2,21 @@
 
 Ingress persists a message and hands it to the list; each stage in turn says what it did:
 
-    continue    nothing for this stage; the next one sees the message
+    continue    nothing for this stage (or it acted and lets the others see the message too,
+                a poke back, say: then it gives a reason); the next one sees the message
     handled     this stage answered it; later stages do not see it
     suppressed  nobody may act on it (silence): it stays in the timeline, flagged, and no
                 later stage, tool, model or other NoneBot plugin sees it
 
-Every `handled` and `suppressed` writes one audit event naming the stage and its reason (the
-gate, the last stage, writes its own). A stage that raises is logged once and audited as
-`stage_failed`; the message stays stored and the next stage sees it as if it had continued.
-The order itself is declared where the runtime is built (`pallas/app.py`).
+Every decision with a reason writes one audit event naming the stage (`stage_acted`,
+`stage_handled`, `stage_suppressed`; the gate, the last stage, writes its own). A stage that
+raises is logged once and audited as `stage_failed`; the message stays stored and the next
+stage sees it as if it had continued.
+
+The order is declared once, where the runtime is built (`pallas/app.py`, STAGE_ORDER). Plugin
+packages register their stage by name into its slot; the order never depends on which plugin
+was loaded first, and an empty slot (its plugin not loaded) is skipped. Member changes (a join,
+a leave) go to the stages that take them, in the same order.
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ from typing import Protocol
 
 from loguru import logger
 
-from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
+from pallas.product.conversation.ingress import (
+    CONTINUE,
+    StageResult,
+    StoredChange,
+    StoredMessage,
+    Verdict,
+)
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter, SuppressMessage
 
@@ -34,6 +46,14 @@ class Stage(Protocol):
         """Decide on a new message from someone else."""
 
 
+class ChangeStage(Protocol):
+    """A stage that also acts on members joining and leaving."""
+
+    name: str
+
+    async def on_member_change(self, stored: StoredChange) -> StageResult: ...
+
+
 class OwnMessageObserver(Protocol):
     async def on_own_message(self, stored: StoredMessage) -> None:
         """The bot's own message was stored (the platform reported a send)."""
@@ -43,27 +63,58 @@ class StageList:
     """The ordered stages, as ingress's next stage."""
 
     def __init__(
-        self, stages: Sequence[Stage], ledger: LedgerWriter, own: OwnMessageObserver
+        self,
+        stages: Sequence[Stage],
+        ledger: LedgerWriter,
+        own: OwnMessageObserver,
+        order: Sequence[str] = (),
     ) -> None:
-        self.stages = tuple(stages)
+        self._order = tuple(order) or tuple(stage.name for stage in stages)
+        self._by_name: dict[str, Stage] = {}
+        self.stages: tuple[Stage, ...] = ()
         self._ledger = ledger
         self._own = own
+        for stage in stages:
+            self.register(stage)
 
     @property
     def order(self) -> tuple[str, ...]:
+        """The names of the stages that run, in the order they run."""
         return tuple(stage.name for stage in self.stages)
+
+    def register(self, stage: Stage) -> None:
+        """Put a stage into its declared slot (a plugin package does this when loaded)."""
+        if stage.name not in self._order:
+            raise ValueError(f"stage {stage.name!r} has no slot; the order is {self._order}")
+        if stage.name in self._by_name:
+            raise ValueError(f"stage {stage.name!r} is registered twice")
+        self._by_name[stage.name] = stage
+        self.stages = tuple(self._by_name[n] for n in self._order if n in self._by_name)
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         for stage in self.stages:
             result = await self._run(stage, stored)
-            if result.verdict is Verdict.CONTINUE:
-                continue
-            await self._record(stage, stored, result)
-            return result
+            if result.reason or result.verdict is not Verdict.CONTINUE:
+                await self._record(stage, stored, result)
+            if result.verdict is not Verdict.CONTINUE:
+                return result
         return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
         await self._own.on_own_message(stored)
+
+    async def on_member_change(self, stored: StoredChange) -> None:
+        for stage in self.stages:
+            on_change = getattr(stage, "on_member_change", None)
+            if on_change is None:
+                continue
+            try:
+                result: StageResult = await on_change(stored)
+            except Exception as exc:
+                logger.opt(exception=exc).error("stage {} failed on a member change", stage.name)
+                continue
+            if result.reason:
+                self._ledger.record(_change_event(stage, stored, result))
 
     async def _run(self, stage: Stage, stored: StoredMessage) -> StageResult:
         try:
@@ -72,7 +123,8 @@ class StageList:
             logger.opt(exception=exc).error(
                 "stage {} failed for message {}", stage.name, stored.message_id
             )
-            self._ledger.record(_event(EventKind.STAGE_FAILED, stage, stored, repr(exc)[:200]))
+            failed = StageResult(Verdict.CONTINUE, repr(exc)[:200])
+            self._ledger.record(_event(EventKind.STAGE_FAILED, stage, stored, failed))
             return CONTINUE
 
     async def _record(self, stage: Stage, stored: StoredMessage, result: StageResult) -> None:
@@ -81,18 +133,35 @@ class StageList:
             # unflagged, and a restart must not decide on it again.
             await self._ledger.write(
                 SuppressMessage(stored.message_id),
-                _event(EventKind.STAGE_SUPPRESSED, stage, stored, result.reason),
+                _event(EventKind.STAGE_SUPPRESSED, stage, stored, result),
             )
             return
-        self._ledger.record(_event(EventKind.STAGE_HANDLED, stage, stored, result.reason))
+        kind = (
+            EventKind.STAGE_HANDLED if result.verdict is Verdict.HANDLED else EventKind.STAGE_ACTED
+        )
+        self._ledger.record(_event(kind, stage, stored, result))
 
 
-def _event(kind: EventKind, stage: Stage, stored: StoredMessage, reason: str) -> LedgerEvent:
+def _event(
+    kind: EventKind, stage: Stage, stored: StoredMessage, result: StageResult
+) -> LedgerEvent:
     return LedgerEvent(
         kind=kind,
         stream_id=stored.stream_id,
-        reason=reason,
+        reason=result.reason,
+        turn_id=result.turn_id,
         person_id=stored.sender_person_id,
         message_id=stored.message_id,
         payload={"stage": stage.name},
+    )
+
+
+def _change_event(stage: Stage, stored: StoredChange, result: StageResult) -> LedgerEvent:
+    return LedgerEvent(
+        kind=EventKind.STAGE_ACTED,
+        stream_id=stored.stream_id,
+        reason=result.reason,
+        turn_id=result.turn_id,
+        person_id=stored.person_id,
+        payload={"stage": stage.name, "user_id": stored.change.user_id},
     )

@@ -108,4 +108,6 @@ def _resendable(line: RecentLine) -> bool:
 
 
 def _has_source(segment: Segment) -> bool:
-    return segment.media is not None and bool(segment.media.url or segment.media.file)
+    # The outbox sends media by URL (or the bot's own assets); a bare platform file name
+    # is not something it can send again.
+    return segment.media is not None and bool(segment.media.url)

@@ -8,11 +8,13 @@ from loguru import logger
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.inbound import MemberChange
 from pallas.product.conversation.ingress import (
     CONTINUE,
     Ingress,
     IngressOutcome,
     StageResult,
+    StoredChange,
     StoredMessage,
     Verdict,
 )
@@ -146,3 +148,83 @@ async def test_own_messages_skip_the_stages(
     result = await ingress.accept(message("我说的", user_id="10000", from_bot=True))
     assert result.outcome is IngressOutcome.RECORDED and result.stored is not None
     assert only.seen == [] and own.seen == [result.stored.message_id]
+
+
+async def test_the_declared_order_holds_whatever_order_stages_register_in(
+    engine: AsyncEngine, writer: TimelineWriter, ledger: LedgerWriter
+) -> None:
+    gate = Scripted("gate")
+    stages = StageList([gate], ledger, own=Own(), order=("silence", "repeat", "poke", "gate"))
+    stages.register(Scripted("poke"))
+    stages.register(Scripted("repeat"))  # loaded later, runs earlier: its slot says so
+    assert stages.order == ("repeat", "poke", "gate")
+    try:
+        stages.register(Scripted("elsewhere"))
+    except ValueError as exc:
+        assert "has no slot" in str(exc)
+    else:
+        raise AssertionError("a stage without a slot was accepted")
+    try:
+        stages.register(Scripted("poke"))
+    except ValueError as exc:
+        assert "twice" in str(exc)
+    else:
+        raise AssertionError("a stage registered twice was accepted")
+
+
+async def test_a_stage_that_acts_and_continues_is_audited_and_the_next_one_still_sees_it(
+    engine: AsyncEngine, writer: TimelineWriter, ledger: LedgerWriter
+) -> None:
+    acts = Scripted("acts", {"戳": StageResult(Verdict.CONTINUE, "poked_back", turn_id=41)})
+    after = Scripted("after")
+    ingress = Ingress(writer, stage_list(ledger, acts, after))
+    result = await ingress.accept(message("戳"))
+    await ledger.flush()
+    assert result.outcome is IngressOutcome.ACCEPTED and after.seen == ["戳"]
+    assert result.stored is not None
+    async with engine.connect() as conn:
+        query = select(Event.reason, Event.turn_id, Event.message_id)
+        rows = (await conn.execute(query.where(Event.kind == "stage_acted"))).all()
+    assert [tuple(row) for row in rows] == [
+        (
+            "poked_back",
+            41,
+            result.stored.message_id,
+        )
+    ]
+    # Acting is not deciding: start-up still hands the message to the stages after it.
+    undecided = await kernel_state.ungated_messages(engine, NOW - timedelta(days=3650))
+    assert [row.message.text for row in undecided] == ["戳"]
+
+
+class Greeter:
+    name = "greeter"
+
+    def __init__(self, *, explodes: bool = False) -> None:
+        self.changes: list[tuple[str, bool]] = []
+        self.explodes = explodes
+
+    async def on_message(self, stored: StoredMessage) -> StageResult:
+        return CONTINUE
+
+    async def on_member_change(self, stored: StoredChange) -> StageResult:
+        if self.explodes:
+            raise RuntimeError("greeter exploded")
+        self.changes.append((stored.change.user_id, stored.change.joined))
+        return StageResult(Verdict.CONTINUE, "welcome", turn_id=7)
+
+
+async def test_member_changes_reach_the_stages_that_take_them_once_recorded(
+    engine: AsyncEngine, writer: TimelineWriter, ledger: LedgerWriter
+) -> None:
+    broken, greeter, plain = Greeter(explodes=True), Greeter(), Scripted("plain")
+    broken.name = "broken"
+    ingress = Ingress(writer, stage_list(ledger, broken, greeter, plain))  # type: ignore[arg-type]
+    change = MemberChange(message("x").stream, "321", "321", joined=True, time=NOW)
+    result = await ingress.accept(change)
+    await ledger.flush()
+    assert result.outcome is IngressOutcome.RECORDED
+    assert greeter.changes == [("321", True)]  # the failing stage before it changed nothing
+    async with engine.connect() as conn:
+        kinds = (await conn.execute(select(Event.kind, Event.reason, Event.turn_id))).all()
+    assert [tuple(k) for k in kinds] == [("member_joined", "", None), ("stage_acted", "welcome", 7)]

@@ -90,6 +90,13 @@ SILENT: list[tuple[str, list[RecentLine]]] = [
     ("different stickers share a label", [image(A, "a.gif"), image(B, "b.gif")]),
     ("different market faces share a label", [market_face(A, "e1"), market_face(B, "e2")]),
     ("a sticker and its label typed as text", [said(A, "[动画表情]"), image(B)]),
+    (
+        "a picture the platform gave no URL for (nothing to send it from)",
+        [
+            with_segments(p, Segment(SegmentKind.IMAGE, text="[图片]", media=MediaRef(file="x")))
+            for p in (A, B)
+        ],
+    ),
     ("a run broken by other talk", [said(A), said(C, "插一句"), said(B)]),
     (
         "an @-mention is not repeated",

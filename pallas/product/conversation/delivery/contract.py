@@ -47,6 +47,17 @@ class OutgoingReply:
 
 
 @dataclass(frozen=True)
+class OutgoingMessage:
+    """One message any part of the bot sends (a repeat, a welcome, later a sticker...)."""
+
+    turn_id: int  # the turn or responder action it belongs to (trace() finds it by this)
+    stream_id: int
+    segments: tuple[Segment, ...]
+    key: str | None = None  # idempotency: queued at most once under this key
+    direct: bool = True  # never dropped for a crowded queue
+
+
+@dataclass(frozen=True)
 class DeliveryReport:
     queued: tuple[int, ...]  # the outbox rows committed for it, in sending order
     failed: bool
@@ -57,7 +68,29 @@ class ReplyDelivery(Protocol):
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport: ...
 
     async def act(
-        self, turn_id: int, stream_id: int, kind: str, payload: dict[str, Any]
+        self,
+        turn_id: int,
+        stream_id: int,
+        kind: str,
+        payload: dict[str, Any],
+        key: str | None = None,
+    ) -> tuple[int, ...]: ...
+
+
+class Sender(Protocol):
+    """The one way out for everything besides the agent's replies (responders, later
+    stickers, proactive lines): typed, validated when queued, durable."""
+
+    async def send(self, message: OutgoingMessage) -> tuple[int, ...]:
+        """The outbox rows for it; raises PayloadError for a message that cannot be sent."""
+
+    async def act(
+        self,
+        turn_id: int,
+        stream_id: int,
+        kind: str,
+        payload: dict[str, Any],
+        key: str | None = None,
     ) -> tuple[int, ...]: ...
 
 

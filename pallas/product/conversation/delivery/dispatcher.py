@@ -20,7 +20,12 @@ from loguru import logger
 
 from pallas.core.actions import HISTORY_UNREADABLE, SentLookup
 from pallas.core.inbound import Segment, SegmentKind
-from pallas.product.conversation.delivery.contract import DeliveryReport, OutgoingReply, Outlet
+from pallas.product.conversation.delivery.contract import (
+    DeliveryReport,
+    OutgoingMessage,
+    OutgoingReply,
+    Outlet,
+)
 from pallas.product.conversation.delivery.pacing import (
     DeliveryPolicy,
     RateGate,
@@ -29,6 +34,14 @@ from pallas.product.conversation.delivery.pacing import (
     is_stale,
     recover_interrupted,
     retry_delay,
+)
+from pallas.product.conversation.delivery.payload import (
+    AssetExists,
+    check_action,
+    message_payload,
+    no_assets,
+    payload_text,
+    segments_of,
 )
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
@@ -94,7 +107,7 @@ class OutboxDispatcher:
         lookup: SentLookup | None = None  # not asked: an echo, or not a message
         if echo is None and row.kind == "message":
             if await self._outlet.is_connected(row.stream.self_id):
-                text = str(row.payload.get("text", ""))
+                text = payload_text(row.payload)
                 lookup = await self._outlet.find_sent(row.stream, text, row.updated_at)
             elif not is_stale(row.created_at, now, self.policy):
                 return None
@@ -118,8 +131,7 @@ class OutboxDispatcher:
         """The platform's report of this send, if it arrived though the receipt did not."""
         if row.kind != "message":
             return None
-        text = str(row.payload.get("text", ""))
-        return await self._store.unclaimed_echo(row.stream_id, text, since)
+        return await self._store.unclaimed_echo(row.stream_id, payload_text(row.payload), since)
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -224,9 +236,8 @@ class OutboxDispatcher:
         """The platform's id for what was done, or None if it did not confirm."""
         payload = row.payload
         if row.kind == "message":
-            segments = (Segment(SegmentKind.TEXT, text=str(payload["text"])),)
             quote = payload.get("quote")
-            return await self._outlet.send(row.stream, segments, quote=quote)
+            return await self._outlet.send(row.stream, segments_of(payload), quote=quote)
         if row.kind == "poke":
             poked = await self._outlet.poke(row.stream, str(payload["user_id"]))
             return "poke" if poked else None
@@ -272,20 +283,27 @@ def _age(row: OutboxRow, now: datetime) -> float:
 
 
 class OutboxDelivery:
-    """The agent's `ReplyDelivery`: commit the reply and its rows, then wake the dispatcher."""
+    """The way out: commit rows (a reply's bubbles, a message, a poke, a reaction), then wake
+    the dispatcher. Payloads are checked here; a bad one is refused before anything is written.
+    """
 
     def __init__(
-        self, store: OutboxStore, dispatcher: OutboxDispatcher, clock: Callable[[], datetime]
+        self,
+        store: OutboxStore,
+        dispatcher: OutboxDispatcher,
+        clock: Callable[[], datetime],
+        asset_exists: AssetExists = no_assets,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
+        self._asset_exists = asset_exists
 
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
         policy = self._dispatcher.policy
         pauses = bubble_pauses(reply.bubbles, policy)
         items = [
-            NewItem("message", _bubble_payload(text, pause, reply.quote if i == 0 else None))
+            NewItem("message", self._bubble(text, pause, reply.quote if i == 0 else None))
             for i, (text, pause) in enumerate(zip(reply.bubbles, pauses, strict=True))
         ]
         queued = await self._store.enqueue(
@@ -303,19 +321,35 @@ class OutboxDelivery:
         self._dispatcher.wake()
         return DeliveryReport(queued=tuple(queued.ids), failed=False)
 
-    async def act(
-        self, turn_id: int, stream_id: int, kind: str, payload: dict[str, Any]
-    ) -> tuple[int, ...]:
-        """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
+    async def send(self, message: OutgoingMessage) -> tuple[int, ...]:
+        payload = message_payload(message.segments, self._asset_exists)
         queued = await self._store.enqueue(
-            turn_id, stream_id, [NewItem(kind, payload)], self._clock()
+            message.turn_id,
+            message.stream_id,
+            [NewItem("message", payload)],
+            self._clock(),
+            direct=message.direct,
+            key=message.key,
         )
         self._dispatcher.wake()
         return tuple(queued.ids)
 
+    async def act(
+        self,
+        turn_id: int,
+        stream_id: int,
+        kind: str,
+        payload: dict[str, Any],
+        key: str | None = None,
+    ) -> tuple[int, ...]:
+        """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
+        check_action(kind, payload)
+        queued = await self._store.enqueue(
+            turn_id, stream_id, [NewItem(kind, payload)], self._clock(), key=key
+        )
+        self._dispatcher.wake()
+        return tuple(queued.ids)
 
-def _bubble_payload(text: str, pause: float, quote: str | None) -> dict[str, Any]:
-    payload: dict[str, Any] = {"text": text, "pause_s": pause}
-    if quote is not None:
-        payload["quote"] = quote
-    return payload
+    def _bubble(self, text: str, pause: float, quote: str | None) -> dict[str, Any]:
+        segments = (Segment(SegmentKind.TEXT, text=text),)
+        return message_payload(segments, self._asset_exists, pause_s=pause, quote=quote)

@@ -21,6 +21,7 @@ from pallas.product.conversation.delivery.contract import (
     ReplyDelivery,
     should_quote,
 )
+from pallas.product.conversation.delivery.payload import PayloadError
 from pallas.product.conversation.gate.gate import Outcome
 from pallas.product.conversation.turns.turn import Turn, TurnDecision
 from pallas.product.llm.agent.actions import (
@@ -135,13 +136,19 @@ class AgentTurnHandler:
         line = prepared.line(decision.message_id)
         assert line is not None  # validated against the frame, which holds only batch lines
         payload = {"message_id": line.platform_message_id, "emoji": decision.reaction}
-        ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "react", payload)
-        self._event(turn, EventKind.ACTION_QUEUED, "react", {**payload, "outbox_ids": list(ids)})
+        await self._queue_action(turn, "react", payload)
 
     async def _poke(self, turn: Turn, decision: PokeDecision) -> None:
-        payload = {"user_id": decision.user_id}
-        ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, "poke", payload)
-        self._event(turn, EventKind.ACTION_QUEUED, "poke", {**payload, "outbox_ids": list(ids)})
+        await self._queue_action(turn, "poke", {"user_id": decision.user_id})
+
+    async def _queue_action(self, turn: Turn, kind: str, payload: dict[str, Any]) -> None:
+        try:
+            ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, kind, payload)
+        except PayloadError as exc:  # a reaction to a poke's line, say: nothing to send
+            logger.warning("turn {}: {} not queued: {}", turn.turn_id, kind, exc)
+            self._event(turn, EventKind.ACTION_REFUSED, kind, {**payload, "error": str(exc)})
+            return
+        self._event(turn, EventKind.ACTION_QUEUED, kind, {**payload, "outbox_ids": list(ids)})
 
     async def _failed(self, turn: Turn, outcome: AgentOutcome) -> TurnDecision:
         assert outcome.failure is not None

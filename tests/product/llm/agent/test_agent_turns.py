@@ -246,16 +246,25 @@ async def test_a_reaction_is_offered_only_where_the_platform_can_do_it(
         # Plain chatter gets no turn; it tells the id the next message will get.
         before = await say(runtime, message("今天好冷", stream=group("g8")))
         model_server.script(MODEL, call("react", message_id=before + 1, emoji="赞"))
-        mid = await say(runtime, message("牛牛你看这个", stream=group("g8")))
+        # NapCat's message ids are numbers; only such a message can carry a reaction.
+        seen = message("牛牛你看这个", stream=group("g8"), platform_message_id="880001")
+        mid = await say(runtime, seen)
         assert mid == before + 1
+        await settle(runtime)
+        model_server.script(MODEL, call("react", message_id=mid + 1, emoji="赞"))
+        odd = message("牛牛再看这个", stream=group("g8"), platform_message_id="not-a-number")
+        assert await say(runtime, odd) == mid + 1
         await settle(runtime)
     finally:
         await runtime.stop()
-    [request] = model_server.requests_for(MODEL)
+    request = model_server.requests_for(MODEL)[0]
     assert {"react", "poke"} <= tool_names(request.body)
-    assert len(outlet.reactions) == 1 and outlet.reactions[0][1] == "赞"
+    assert outlet.reactions == [("880001", "赞")]
     [delivered] = await ledger(runtime.engine, "delivered")
     assert delivered.reason == "react"
+    [refused] = await ledger(runtime.engine, "action_refused")
+    assert (refused.reason, refused.payload["message_id"]) == ("react", "not-a-number")
+    assert "a reaction needs a message id" in refused.payload["error"]
 
 
 async def test_without_a_model_a_forced_turn_records_it_and_sends_the_fallback(
