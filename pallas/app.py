@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -22,6 +23,7 @@ from pallas.console.token import ensure_console_token
 from pallas.core.assets import ASSETS_FOLDER
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.product.conversation.commands import CommandStage
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.delivery.payload import asset_checker
@@ -36,6 +38,7 @@ from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
 from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
+from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import load_agent_config
@@ -94,6 +97,7 @@ class Runtime:
     outbox: OutboxStore
     sender: OutboxDelivery
     responders: ResponderDeps
+    commands: CommandStage
     lookups: PlatformLookups
     console_token: str = field(default="", repr=False)
 
@@ -145,11 +149,14 @@ class Runtime:
         outlet = OneBotOutlet(ingress, route=route, assets=assets)
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         delivery = OutboxDelivery(outbox, dispatcher, utc_now, asset_checker(assets))
+        action_ids = _ids(runner)
+        commands = CommandStage([WhyCommand(engine)], settings.superusers, delivery, action_ids)
+        stages.register(commands)
         responders = ResponderDeps(
             engine=engine,
             sender=delivery,
             outbox=outbox,
-            action_ids=lambda: runner.turn_ids.next(),  # the ids are seeded at start
+            action_ids=action_ids,
             clock=utc_now,
             data_dir=settings.pallas_data_dir,
             names=outlet.nickname,
@@ -184,6 +191,7 @@ class Runtime:
             outbox=outbox,
             sender=delivery,
             responders=responders,
+            commands=commands,
             lookups=PlatformLookups(ingress),
         )
 
@@ -244,6 +252,11 @@ class Runtime:
         await self.usage.close()
         self.call_log.close()
         await self.engine.dispose()
+
+
+def _ids(runner: RunnerDeps) -> Callable[[], int]:
+    """Responder and command actions take ids from the turns' sequence (seeded at start)."""
+    return lambda: runner.turn_ids.next()
 
 
 def _core_stages(settings: Settings, gate: Admission) -> list[Stage]:

@@ -92,6 +92,17 @@ async def explain(engine: AsyncEngine, message_id: int) -> MessagePath | None:
     return MessagePath(message_id, row.text, bool(row.suppressed), events, turn, actions)
 
 
+async def message_id_for(
+    engine: AsyncEngine, stream_id: int, platform_message_id: str
+) -> int | None:
+    """The stored id of a chat's message, by the platform's id (what a quote names)."""
+    query = select(Message.id).where(
+        Message.stream_id == stream_id, Message.platform_message_id == platform_message_id
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(query.limit(1))).scalar()
+
+
 async def trace(engine: AsyncEngine, turn_id: int) -> TurnTrace:
     """One turn's events and outbox rows, in the order they happened."""
     outbox_query = (

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from tests.support.bot_process import BotProcess
-from tests.support.fake_napcat import FakeNapCat, image, next_message_id, text
+from tests.support.fake_napcat import FakeNapCat, image, next_message_id, reply, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 _self_ids = itertools.count(40_001)
 BLOCKED = 666  # in PALLAS_BLOCKED_USERS: recorded, never answered
+OWNER = 777  # in SUPERUSERS: may use the owner's commands
 NOTICES = {"8801": {"welcome": "欢迎 {at}（{name}）", "farewell": True}}
 
 
@@ -58,7 +59,7 @@ async def bot(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BotProc
     process = BotProcess(
         tmp_path_factory.mktemp("deterministic"),
         token=ACCESS_TOKEN,
-        env={"PALLAS_BLOCKED_USERS": json.dumps([str(BLOCKED)])},
+        env={"PALLAS_BLOCKED_USERS": json.dumps([str(BLOCKED)]), "SUPERUSERS": f'["{OWNER}"]'},
     )
     process.data_dir.mkdir(parents=True)
     (process.data_dir / "notices.json").write_text(json.dumps(NOTICES), encoding="utf-8")
@@ -242,9 +243,9 @@ async def test_a_blocked_member_is_recorded_flagged_and_answered_by_nothing(
     flagged += "JOIN identity i ON i.person_id = m.sender_person_id "
     flagged += "WHERE s.self_id = ? AND i.user_id = ?"
     rows = await wait_for(
-        lambda: (r := timeline.query(flagged, str(napcat.self_id), str(BLOCKED)))
-        and len(r) == 3
-        and r,
+        lambda: (
+            (r := timeline.query(flagged, str(napcat.self_id), str(BLOCKED))) and len(r) == 3 and r
+        ),
         what="the blocked member's three lines",
     )
     assert all(row["suppressed"] == 1 for row in rows)
@@ -253,3 +254,20 @@ async def test_a_blocked_member_is_recorded_flagged_and_answered_by_nothing(
         assert events[row["id"]]["reason"] == "blocked_user"
         trail = timeline.query("SELECT kind FROM event WHERE message_id = ?", row["id"])
         assert [e["kind"] for e in trail] == ["inbound", "stage_suppressed"]  # no gate event
+
+
+async def test_the_owner_asks_why_a_line_was_not_answered_and_gets_the_gate_rule(
+    napcat: NapCat, timeline: TimelineDb
+) -> None:
+    chatter = napcat.group_message(8501, 141, "今天天气不错")
+    await napcat.send_event(chatter)
+    await wait_for(lambda: timeline.events("gate_dropped"), what="the gate's decision")
+    await say(napcat, timeline, 8501, 142, "/why")  # not an owner: ordinary chat
+    await say(napcat, timeline, 8501, OWNER, [reply(chatter["message_id"]), text("/why")])
+    [call] = await sends(napcat, 1)
+    [answer] = [seg["data"]["text"] for seg in call["message"]]
+    assert answer.splitlines()[1:] == ["- 门控没有接（attention_filtered）"]
+    commands = [e for e in timeline.events("stage_handled") if e["reason"] == "command_why"]
+    assert len(commands) == 1  # the command went no further: no gate event for it
+    trail = timeline.query("SELECT kind FROM event WHERE message_id = ?", commands[0]["message_id"])
+    assert [row["kind"] for row in trail] == ["inbound", "stage_handled"]

@@ -1,0 +1,161 @@
+"""The owner's commands as the second stage, on a real store: parsing, who may, the answers."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import Segment, SegmentKind
+from pallas.product.conversation.commands import CommandCall, CommandStage, parse_command
+from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.conversation.ingress import Ingress, IngressOutcome
+from pallas.product.conversation.stages import StageList
+from pallas.product.conversation.why import USAGE, WhyCommand, describe_path
+from pallas.store.audit_trail import MessagePath, OutboxState, TrailEvent, TurnTrace
+from pallas.store.ledger import LedgerWriter
+from pallas.store.models import OutboxItem
+from pallas.store.outbox import OutboxStore
+from pallas.store.timeline import TimelineWriter
+from tests.product.conversation.delivery.test_outbox import Outlet
+from tests.product.conversation.test_stages import Own, Scripted
+from tests.support.inbound import BOT_ID, T0, message
+
+OWNER = "1001"
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("/why", ("why", "")),
+        ("  /why  这条 ", ("why", "这条")),
+        ("/help", ("help", "")),
+        ("/whynot", None),
+        ("why", None),
+        ("／why", None),  # a full-width slash is chat, not a command
+        ("/", None),
+        ("看看 /why", None),
+    ],
+)
+def test_only_a_known_name_after_the_slash_is_a_command(
+    text: str, parsed: tuple[str, str] | None
+) -> None:
+    assert parse_command(text, ["why", "help"]) == parsed
+
+
+class Boom:
+    name = "boom"
+    summary = "总是出错"
+
+    async def run(self, call: CommandCall) -> str:
+        raise RuntimeError("exploded")
+
+
+@dataclass
+class Scene:
+    engine: AsyncEngine
+    ingress: Ingress
+    gate: Scripted
+    ledger: LedgerWriter
+
+    async def answers(self) -> list[str]:
+        query = select(OutboxItem.payload).order_by(OutboxItem.id)
+        async with self.engine.connect() as conn:
+            return [row.payload["text"] for row in (await conn.execute(query)).all()]
+
+
+@pytest.fixture
+async def scene(
+    engine: AsyncEngine, writer: TimelineWriter, ledger: LedgerWriter
+) -> AsyncIterator[Scene]:
+    store = OutboxStore(engine)
+    dispatcher = OutboxDispatcher(store, Outlet(), ledger, DeliveryPolicy(), lambda: T0)
+    ids = itertools.count(500)
+    sender = OutboxDelivery(store, dispatcher, lambda: T0)
+    commands = CommandStage([WhyCommand(engine), Boom()], [OWNER], sender, lambda: next(ids))
+    gate = Scripted("gate")
+    yield Scene(engine, Ingress(writer, StageList([commands, gate], ledger, Own())), gate, ledger)
+
+
+async def test_an_owners_command_is_answered_and_goes_no_further(scene: Scene) -> None:
+    result = await scene.ingress.accept(message("/help", user_id=OWNER))
+    assert result.outcome is IngressOutcome.ACCEPTED and scene.gate.seen == []
+    [answer] = await scene.answers()
+    assert answer.splitlines() == [
+        "可用的命令：",
+        "/why：引用一条消息，看它经过了哪些环节、为什么回或不回",
+        "/boom：总是出错",
+        "/help：列出可用的命令",
+    ]
+
+
+async def test_others_and_unknown_words_are_ordinary_chat(scene: Scene) -> None:
+    await scene.ingress.accept(message("/help", user_id="2002"))
+    await scene.ingress.accept(message("/unknown", user_id=OWNER))
+    await scene.ingress.accept(message("[戳一戳]", user_id=OWNER, is_poke=True))
+    assert scene.gate.seen == ["/help", "/unknown", "[戳一戳]"]
+    assert await scene.answers() == []
+
+
+async def test_a_broken_command_says_so(scene: Scene) -> None:
+    await scene.ingress.accept(message("/boom", user_id=OWNER))
+    assert await scene.answers() == ["命令 /boom 出错了：RuntimeError"]
+
+
+async def test_why_reads_the_quoted_messages_trail(scene: Scene) -> None:
+    asked = await scene.ingress.accept(message("大家好", platform_message_id="4242"))
+    assert asked.stored is not None
+    await scene.ledger.flush()
+    await scene.ingress.accept(message("/why", user_id=OWNER, reply_to="4242"))
+    await scene.ingress.accept(message("/why", user_id=OWNER))
+    await scene.ingress.accept(message("/why", user_id=OWNER, reply_to="999999"))
+    why, usage, unknown = await scene.answers()
+    assert why.splitlines()[0] == f"消息 #{asked.stored.message_id}："
+    assert usage == USAGE
+    assert unknown.startswith("这条消息不在记录里")
+
+
+async def test_a_leading_at_of_the_bot_does_not_hide_the_command(scene: Scene) -> None:
+    msg = message("/help", user_id=OWNER, mentions=(BOT_ID,))
+    at = Segment(SegmentKind.AT, text="@牛牛", target=BOT_ID)
+    spaced = Segment(SegmentKind.TEXT, text=" /help")
+    await scene.ingress.accept(
+        type(msg)(**{**vars(msg), "segments": (at, spaced), "text": "@牛牛 /help"})
+    )
+    assert scene.gate.seen == [] and len(await scene.answers()) == 1
+
+
+def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
+    def event(kind: str, reason: str = "", turn_id: int | None = None) -> TrailEvent:
+        return TrailEvent(kind, reason, T0, turn_id, 7, {})
+
+    dropped = MessagePath(
+        7,
+        "今天吃什么",
+        False,
+        (event("inbound"), event("gate_dropped", "attention_filtered")),
+        None,
+    )
+    assert describe_path(dropped) == "消息 #7：\n- 门控没有接（attention_filtered）"
+    turn = TurnTrace(
+        12,
+        (event("turn_started", "mentioned", 12), event("agent_decided", "reply", 12)),
+        (
+            OutboxState(1, "message", "sent", 0, "9", ""),
+            OutboxState(2, "message", "failed", 5, None, "x"),
+        ),
+    )
+    answered = MessagePath(7, "@牛牛", True, (event("gate_passed", "mentioned"),), turn)
+    assert describe_path(answered).splitlines() == [
+        "消息 #7： （已静默）",
+        "- 门控放行（mentioned）",
+        "回合/动作 12：",
+        "  - 开始一个回合（mentioned）",
+        "  - 决定（reply）",
+        "  发出 1/2 条",
+    ]
