@@ -65,14 +65,20 @@ def decide_repeat(recent: Sequence[RecentLine]) -> Repeat | None:
 
 def content_key(line: RecentLine) -> ContentKey | None:
     """What "the same content" means; None for lines that neither count nor break a run."""
-    if line.is_poke or line.recalled or not line.text.strip():
+    if line.recalled:
+        return None
+    return segments_key(line.text, line.segments, is_poke=line.is_poke)
+
+
+def segments_key(text: str, segments: Sequence[Segment], *, is_poke: bool) -> ContentKey | None:
+    """`content_key` of a line not recalled, from its parts (no line built on the hot path)."""
+    stripped = text.strip()
+    if is_poke or not stripped:
         return None
     kinds = tuple(
-        (seg.kind.value, _identity(seg))
-        for seg in line.segments
-        if seg.kind is not SegmentKind.REPLY
+        (seg.kind.value, _identity(seg)) for seg in segments if seg.kind is not SegmentKind.REPLY
     )
-    return line.text.strip(), kinds
+    return stripped, kinds
 
 
 def _identity(segment: Segment) -> str:

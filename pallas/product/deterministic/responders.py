@@ -17,7 +17,6 @@ from pathlib import Path
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.inbound import InboundMessage, StreamKey
 from pallas.core.text import describe_inbound
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.delivery.payload import PayloadError
@@ -46,8 +45,8 @@ from pallas.product.deterministic.repeat import (
     REPEAT_WINDOW,
     ContentKey,
     RecentLine,
-    content_key,
     decide_repeat,
+    segments_key,
 )
 from pallas.store.outbox import OutboxStore
 from pallas.store.recent import TimelineLine, bot_pokes_since, lines_up_to
@@ -77,9 +76,9 @@ class LastContent:
     timeline is read), never the decision itself, which always comes from the timeline."""
 
     def __init__(self, capacity: int = 5_000) -> None:
-        self._keys: BoundedCache[StreamKey, ContentKey] = BoundedCache(capacity)
+        self._keys: BoundedCache[int, ContentKey] = BoundedCache(capacity)
 
-    def may_repeat(self, stream: StreamKey, key: ContentKey | None) -> bool:
+    def may_repeat(self, stream: int, key: ContentKey | None) -> bool:
         if key is None:  # pokes, recalls, empty text neither count nor break a run
             return False
         previous = self._keys.get(stream)
@@ -98,7 +97,8 @@ class RepeatStage:
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         msg = stored.message
-        if not self._last.may_repeat(msg.stream, content_key(_as_line(msg))):
+        key = segments_key(msg.text, msg.segments, is_poke=msg.is_poke)
+        if not self._last.may_repeat(stored.stream_id, key):
             return CONTINUE
         rows = await lines_up_to(
             self._deps.engine, msg.stream, msg.platform_message_id, REPEAT_WINDOW
@@ -193,16 +193,6 @@ class NoticeStage:
                 return await self._deps.names(self_id, user_id) or user_id
         except TimeoutError:
             return user_id
-
-
-def _as_line(msg: InboundMessage) -> RecentLine:
-    return RecentLine(
-        sender_person_id=0,
-        from_bot=msg.from_bot,
-        text=msg.text,
-        segments=msg.segments,
-        is_poke=msg.is_poke,
-    )
 
 
 def _recent(row: TimelineLine) -> RecentLine:
