@@ -479,7 +479,7 @@ class Txn:
 class Probe:
     """Diagnostics only: where the time between commit and handler entry goes.
 
-    It wraps private hooks of the runtime (the scheduler's turn entry, both group committers'
+    It wraps private hooks of the runtime (the turn buffers' turn entry, both group committers'
     transactions), so it may need updating when those change. Attached after the warm-up.
     """
 
@@ -495,7 +495,7 @@ class Probe:
         self._cpu0 = 0.0
 
     def attach(self, runtime: Runtime) -> None:
-        inner_turn = runtime.scheduler._run_turn
+        inner_turn = runtime.turn_buffers._run_turn
 
         async def run_turn(batch: Batch) -> TurnDecision:
             now = time.perf_counter()
@@ -503,7 +503,7 @@ class Probe:
                 self.turn_task.setdefault(item.message_id, now)
             return await inner_turn(batch)
 
-        runtime.scheduler._run_turn = run_turn
+        runtime.turn_buffers._run_turn = run_turn
         for name, committer in (
             ("timeline", runtime.writer._committer),
             ("ledger", runtime.ledger._committer),
@@ -758,7 +758,10 @@ def report_load(r: LoadResult, streams: int, senders: int) -> None:
     latencies = r.spans_ms(r.committed.get, entered.get)
     print(f"  {'(ms)':48}{'p50':>8}{'p99':>8}{'max':>9}")
     row("commit -> handler entry", latencies)
-    row("  commit -> turn task start (scheduler)", r.spans_ms(r.committed.get, probe.turn_task.get))
+    row(
+        "  commit -> turn task start (turn_buffers)",
+        r.spans_ms(r.committed.get, probe.turn_task.get),
+    )
     row(
         "  turn task -> claim txn begins (re-gate, queue)",
         r.spans_ms(probe.turn_task.get, lambda m: claim(m, False)),

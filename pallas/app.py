@@ -1,7 +1,9 @@
 """The object graph, built once at start-up.
 
-settings -> store -> timeline writer -> ingress -> stage list (silence, gate) -> scheduler
-  -> turn runner
+settings -> store -> timeline writer -> ingress -> stage list (STAGE_ORDER) -> turn buffers
+  -> turn runner -> after-turn observers
+store -> outbox (the one way out) -> dispatcher -> OneBot outlet
+store -> jobs (handlers and periodic jobs registered by features) -> job worker
 settings -> model catalog -> model manager (usage rows to the store, traffic to the call log)
 turn runner -> agent (context, decision, delivery through the OneBot outlet)
 """
@@ -32,6 +34,7 @@ from pallas.product.conversation.gate.admission import Admission, AdmissionDeps
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.ingress import Ingress
+from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.buffers import TurnBuffers
@@ -49,6 +52,7 @@ from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.engine import backend_name, create_engine
+from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
 from pallas.store.members import temp_chat_group
@@ -84,7 +88,7 @@ class Runtime:
     ledger: LedgerWriter
     ingress: Ingress
     stages: StageList
-    scheduler: TurnBuffers
+    turn_buffers: TurnBuffers
     admission: Admission
     runner: RunnerDeps
     policies: PolicyBook
@@ -98,6 +102,7 @@ class Runtime:
     sender: OutboxDelivery
     responders: ResponderDeps
     commands: CommandStage
+    jobs: Jobs
     lookups: PlatformLookups
     console_token: str = field(default="", repr=False)
 
@@ -119,6 +124,7 @@ class Runtime:
         models = _model_manager(settings, usage, call_log)
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         outbox = OutboxStore(engine, write_lock=lock)
+        jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -129,12 +135,12 @@ class Runtime:
             lottery_seed=LOTTERY_SEED,
             queued_replies=outbox.waiting_messages,
         )
-        scheduler = TurnBuffers(partial(run_turn, deps=runner), ledger)
+        turn_buffers = TurnBuffers(partial(run_turn, deps=runner), ledger)
         admission = Admission(
             AdmissionDeps(
                 engine=engine,
                 ledger=ledger,
-                scheduler=scheduler,
+                turn_buffers=turn_buffers,
                 activities=activities,
                 policies=policies,
                 names=tuple(settings.nickname),
@@ -178,7 +184,7 @@ class Runtime:
             ledger=ledger,
             ingress=ingress,
             stages=stages,
-            scheduler=scheduler,
+            turn_buffers=turn_buffers,
             admission=admission,
             runner=runner,
             policies=policies,
@@ -192,6 +198,7 @@ class Runtime:
             sender=delivery,
             responders=responders,
             commands=commands,
+            jobs=jobs,
             lookups=PlatformLookups(ingress),
         )
 
@@ -228,13 +235,14 @@ class Runtime:
             RecoveryDeps(
                 engine=self.engine,
                 ledger=self.ledger,
-                scheduler=self.scheduler,
+                turn_buffers=self.turn_buffers,
                 gate=self.stages,
                 window=self.kernel.rebuffer_window,
                 clock=utc_now,
             )
         )
-        self.scheduler.start()
+        self.turn_buffers.start()
+        await self.jobs.start()
         # Everything loaded so far lives for the whole run: keep it out of the collector's
         # full passes, which otherwise stall the event loop for tens of milliseconds.
         gc.collect()
@@ -244,7 +252,9 @@ class Runtime:
         _announce_model_chat(self.models.catalog)
 
     async def stop(self) -> None:
-        await self.scheduler.stop()
+        await self.jobs.stop()
+        await self.turn_buffers.stop()
+        await self.runner.observers.drain()
         await self.dispatcher.stop()
         await self.models.close()
         await self.writer.close()

@@ -275,7 +275,11 @@ class Job(Base):
     """Durable work done off a turn's path (docs/jobs.md): claimed under a lease, retried."""
 
     __tablename__ = "job"
-    __table_args__ = (Index("ix_job_status_due_at", "status", "due_at"),)
+    # Due pending jobs by due time; expired leases by expiry (a claim searches both).
+    __table_args__ = (
+        Index("ix_job_status_due_at", "status", "due_at"),
+        Index("ix_job_status_lease_expires_at", "status", "lease_expires_at"),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(64))

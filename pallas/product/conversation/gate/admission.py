@@ -37,7 +37,7 @@ from pallas.store.ledger import LedgerEvent, LedgerWriter, SetFollowUpDeclined
 class AdmissionDeps:
     engine: AsyncEngine
     ledger: LedgerWriter
-    scheduler: TurnBuffers
+    turn_buffers: TurnBuffers
     activities: ActivityBook
     policies: PolicyBook
     names: Sequence[str]
@@ -73,7 +73,7 @@ class Admission:
         # The audit keeps what the gate saw, e.g. that a forced @ arrived during quiet hours.
         deps.ledger.record(_gate_event(stored, facts, disposition, asleep=request.asleep))
         if disposition.passes:
-            deps.scheduler.submit(
+            deps.turn_buffers.submit(
                 Admitted(stored, facts, disposition), private=msg.stream.kind is StreamKind.PRIVATE
             )
         return CONTINUE

@@ -1,4 +1,4 @@
-"""Per-stream buffers and the scheduler: one turn at a time per stream, streams in parallel.
+"""Per-stream turn buffers: one turn at a time per stream, streams in parallel.
 
 A tick runs when a message arrives (and on a 0.1 s heartbeat). For each idle stream it takes
 the head run of messages from one sender as a batch, claims the stream and starts the turn
@@ -135,7 +135,7 @@ class TurnBuffers:
     # -- the loop -------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._loop_task = asyncio.create_task(self._loop(), name="turn-scheduler")
+        self._loop_task = asyncio.create_task(self._loop(), name="turn buffers")
 
     async def stop(self, grace_s: float = 10.0) -> None:
         # A flag, not task cancellation: on Python 3.11 `wait_for` can swallow a cancel that

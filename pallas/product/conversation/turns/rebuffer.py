@@ -16,12 +16,14 @@ from pallas.product.conversation.turns.turn import Admitted
 from pallas.store import kernel_state
 
 
-async def rebuffer_unconsumed(engine: AsyncEngine, scheduler: TurnBuffers, since: datetime) -> int:
+async def rebuffer_unconsumed(
+    engine: AsyncEngine, turn_buffers: TurnBuffers, since: datetime
+) -> int:
     """Re-buffer admitted, unconsumed messages stored after `since`; older ones stay history."""
     pending = await kernel_state.unconsumed_admitted(engine, since)
     for row in pending:
         stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
-        scheduler.submit(
+        turn_buffers.submit(
             Admitted(
                 stored,
                 MessageFacts.from_json(row.payload.get("facts", {})),

@@ -43,7 +43,7 @@ _SIGNALS = frozenset(signal.value for signal in Signal)
 class RecoveryDeps:
     engine: AsyncEngine
     ledger: LedgerWriter
-    scheduler: TurnBuffers
+    turn_buffers: TurnBuffers
     gate: NextStage  # the stage list: decides on a message (the gate buffers what passes)
     window: timedelta  # fresher than this is still worth answering
     clock: Callable[[], datetime]
@@ -62,7 +62,7 @@ class RecoveryReport:
 async def recover_kernel(deps: RecoveryDeps) -> RecoveryReport:
     now = deps.clock()
     endings = [await _end_turn(turn, deps, now) for turn in await _unfinished(deps, now)]
-    rebuffered = await rebuffer_unconsumed(deps.engine, deps.scheduler, now - deps.window)
+    rebuffered = await rebuffer_unconsumed(deps.engine, deps.turn_buffers, now - deps.window)
     stale = await _drop_stale_admitted(deps, now)
     regated, stale_ungated = await _gate_ungated(deps, now)
     report = RecoveryReport(

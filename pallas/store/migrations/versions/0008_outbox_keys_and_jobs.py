@@ -46,9 +46,13 @@ def upgrade() -> None:
         sa.UniqueConstraint("idempotency_key", name=op.f("uq_job_idempotency_key")),
     )
     op.create_index("ix_job_status_due_at", "job", ["status", "due_at"], unique=False)
+    op.create_index(
+        "ix_job_status_lease_expires_at", "job", ["status", "lease_expires_at"], unique=False
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_job_status_lease_expires_at", table_name="job")
     op.drop_index("ix_job_status_due_at", table_name="job")
     op.drop_table("job")
     with op.batch_alter_table("outbox") as batch:

@@ -1,4 +1,4 @@
-"""The scheduler: one turn per stream at a time, streams in parallel, nothing lost or doubled."""
+"""The turn_buffers: one turn per stream at a time, streams in parallel, nothing lost or doubled."""
 
 from __future__ import annotations
 
@@ -78,18 +78,18 @@ async def test_thousand_messages_twenty_streams_slow_handler(ledger: LedgerWrite
         active[batch.stream_id] -= 1
         return TurnDecision.DONE
 
-    scheduler = TurnBuffers(slow_turn, ledger, buffer_cap=2_000)
-    scheduler.start()
+    turn_buffers = TurnBuffers(slow_turn, ledger, buffer_cap=2_000)
+    turn_buffers.start()
     sent: dict[int, list[int]] = defaultdict(list)
     for i in range(1_000):
         stream_id = i % 20 + 1
         item = admitted(stream_id, person_id=rng.randint(1, 3))
         sent[stream_id].append(item.message_id)
-        scheduler.submit(item, private=False)
+        turn_buffers.submit(item, private=False)
         if i % 50 == 0:
             await asyncio.sleep(0.002)
     await until(lambda: sum(len(v) for v in consumed.values()) == 1_000)
-    await scheduler.stop()
+    await turn_buffers.stop()
     assert most_in_one_stream == 1
     assert most_streams_at_once > 1
     assert consumed == sent  # every message exactly once, in order, per stream
@@ -102,12 +102,12 @@ async def test_a_batch_is_the_head_run_of_one_sender(ledger: LedgerWriter) -> No
         batches.append([item.sender_person_id for item in batch.items])
         return TurnDecision.DONE
 
-    scheduler = TurnBuffers(record, ledger)
+    turn_buffers = TurnBuffers(record, ledger)
     for person in (1, 1, 2, 1):
-        scheduler.submit(admitted(5, person), private=False)
-    scheduler.start()
+        turn_buffers.submit(admitted(5, person), private=False)
+    turn_buffers.start()
     await until(lambda: sum(map(len, batches)) == 4)
-    await scheduler.stop()
+    await turn_buffers.stop()
     assert batches == [[1, 1], [2], [1]]
 
 
@@ -138,17 +138,17 @@ async def test_overflow_is_recorded_and_other_streams_still_run(
         ran.append(batch.stream_id)
         return TurnDecision.DONE
 
-    scheduler = TurnBuffers(turn, ledger, buffer_cap=50)
-    scheduler.start()
-    scheduler.submit(burst[0], private=False)
-    await until(lambda: stuck_stream in scheduler.running)
+    turn_buffers = TurnBuffers(turn, ledger, buffer_cap=50)
+    turn_buffers.start()
+    turn_buffers.submit(burst[0], private=False)
+    await until(lambda: stuck_stream in turn_buffers.running)
     for item in burst[1:]:
-        scheduler.submit(item, private=False)
-    scheduler.submit(admitted(2), private=False)
+        turn_buffers.submit(item, private=False)
+    turn_buffers.submit(admitted(2), private=False)
     await until(lambda: 2 in ran)
-    assert scheduler.buffered(stuck_stream) == 50
+    assert turn_buffers.buffered(stuck_stream) == 50
     release.set()
-    await scheduler.stop()
+    await turn_buffers.stop()
     await ledger.close()
     overflow = [e for e in await _events(engine, "gate_dropped") if e.reason == "buffer_overflow"]
     assert sorted(e.message_id for e in overflow) == [a.message_id for a in burst[1:951]]
@@ -160,12 +160,12 @@ async def test_claims_record_only_cross_source_competition(
     async def never(batch: Batch) -> TurnDecision:
         return TurnDecision.DONE
 
-    scheduler = TurnBuffers(never, ledger)
-    assert scheduler.try_claim(3, TurnSource.PROACTIVE)
-    assert not scheduler.try_claim(3, TurnSource.PROACTIVE)
-    assert not scheduler.try_claim(3, TurnSource.REPLY)
-    scheduler.release(3)
-    assert scheduler.try_claim(3, TurnSource.REPLY)
+    turn_buffers = TurnBuffers(never, ledger)
+    assert turn_buffers.try_claim(3, TurnSource.PROACTIVE)
+    assert not turn_buffers.try_claim(3, TurnSource.PROACTIVE)
+    assert not turn_buffers.try_claim(3, TurnSource.REPLY)
+    turn_buffers.release(3)
+    assert turn_buffers.try_claim(3, TurnSource.REPLY)
     await ledger.close()
     events = await _events(engine, "turn_competition")
     assert [e.reason for e in events] == ["reply_blocked_by_proactive"]
@@ -189,14 +189,14 @@ async def test_a_failure_while_taking_a_batch_keeps_it_at_the_head(
         taken.extend(item.message_id for item in batch.items)
         return TurnDecision.DONE
 
-    scheduler = TurnBuffers(turn, ledger)
+    turn_buffers = TurnBuffers(turn, ledger)
     item = admitted(4)
-    scheduler.submit(item, private=False)
-    scheduler.tick()  # fails: nothing taken, stream released
-    assert scheduler.buffered(4) == 1 and not scheduler.running
-    scheduler.start()
+    turn_buffers.submit(item, private=False)
+    turn_buffers.tick()  # fails: nothing taken, stream released
+    assert turn_buffers.buffered(4) == 1 and not turn_buffers.running
+    turn_buffers.start()
     await until(lambda: taken == [item.message_id])
-    await scheduler.stop()
+    await turn_buffers.stop()
 
 
 async def test_group_wait_holds_until_more_arrives(ledger: LedgerWriter) -> None:
@@ -207,18 +207,18 @@ async def test_group_wait_holds_until_more_arrives(ledger: LedgerWriter) -> None
         return TurnDecision.WAIT if batch.may_wait else TurnDecision.DONE
 
     clock = [0.0]
-    scheduler = TurnBuffers(turn, ledger, monotonic=lambda: clock[0], private_wait_s=10)
-    scheduler.start()
+    turn_buffers = TurnBuffers(turn, ledger, monotonic=lambda: clock[0], private_wait_s=10)
+    turn_buffers.start()
     first = admitted(6)
-    scheduler.submit(first, private=False)
-    await until(lambda: len(seen) == 1 and not scheduler.running)
-    clock[0] += 3_600  # an hour on the scheduler's clock: a private wait would have reopened
-    scheduler.tick()
-    assert len(seen) == 1 and scheduler.buffered(6) == 1  # a group waits for more, however long
+    turn_buffers.submit(first, private=False)
+    await until(lambda: len(seen) == 1 and not turn_buffers.running)
+    clock[0] += 3_600  # an hour on the turn buffers' clock: a private wait would have reopened
+    turn_buffers.tick()
+    assert len(seen) == 1 and turn_buffers.buffered(6) == 1  # a group waits for more, however long
     second = admitted(6)
-    scheduler.submit(second, private=False)
+    turn_buffers.submit(second, private=False)
     await until(lambda: len(seen) == 2)
-    await scheduler.stop()
+    await turn_buffers.stop()
     assert seen == [([first.message_id], True), ([first.message_id, second.message_id], False)]
 
 
@@ -229,9 +229,9 @@ async def test_private_wait_reopens_after_the_timeout_without_wait(ledger: Ledge
         seen.append(batch.may_wait)
         return TurnDecision.WAIT if batch.may_wait else TurnDecision.DONE
 
-    scheduler = TurnBuffers(turn, ledger, private_wait_s=0.3)
-    scheduler.start()
-    scheduler.submit(admitted(7), private=True)
+    turn_buffers = TurnBuffers(turn, ledger, private_wait_s=0.3)
+    turn_buffers.start()
+    turn_buffers.submit(admitted(7), private=True)
     await until(lambda: len(seen) == 2)
-    await scheduler.stop()
+    await turn_buffers.stop()
     assert seen == [True, False]

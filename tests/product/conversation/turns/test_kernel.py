@@ -60,7 +60,7 @@ async def runtime(tmp_path: Path, store_url: str, recorder: Recorder) -> AsyncIt
 
 async def settle(runtime: Runtime) -> None:
     """Let turns finish and the ledger commit what it queued."""
-    await until(lambda: not runtime.scheduler.running)
+    await until(lambda: not runtime.turn_buffers.running)
     await asyncio.sleep(0.05)
     await runtime.ledger.write()
 
@@ -287,7 +287,7 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
             .where(Message.id == stale)
             .values(turn_id=None, stored_at=datetime.now(UTC) - timedelta(minutes=10))
         )
-    await runtime.scheduler.stop(grace_s=0)
+    await runtime.turn_buffers.stop(grace_s=0)
     await runtime.writer.close()
     await runtime.ledger.close()
     await runtime.engine.dispose()
@@ -331,7 +331,7 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
     waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
     await runtime.ledger.write()
-    await runtime.scheduler.stop(grace_s=0)
+    await runtime.turn_buffers.stop(grace_s=0)
     await runtime.writer.close()
     await runtime.ledger.close()
     await runtime.engine.dispose()

@@ -30,7 +30,7 @@ from tests.support.waiting import until
 
 async def crash(runtime: Runtime) -> None:
     """Stop like a killed process would: nothing in flight gets to finish."""
-    await runtime.scheduler.stop(grace_s=0)
+    await runtime.turn_buffers.stop(grace_s=0)
     await runtime.writer.close()
     await runtime.ledger.close()
     await runtime.engine.dispose()

@@ -126,7 +126,7 @@ class _Placeholder:
 async def settle(runtime: Runtime) -> None:
     """Let turns finish, the outbox drain and the ledger commit what it queued."""
     await asyncio.sleep(0.05)
-    await until(lambda: not runtime.scheduler.running)
+    await until(lambda: not runtime.turn_buffers.running)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 10
     while await runtime.outbox.open_count():

@@ -1,0 +1,1 @@
+"""Durable jobs: the worker that runs them, retry timing and periodic schedules (docs/jobs.md)."""

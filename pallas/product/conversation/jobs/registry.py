@@ -1,0 +1,89 @@
+"""`Jobs`: where features plug into the durable jobs (docs/jobs.md).
+
+A feature registers a handler for its job kind, declares its periodic jobs, and enqueues work
+(an after-turn observer, say). The worker is built at start-up from what was registered, after
+the leases of the previous run are released: one bot process uses one database, so whatever
+was `running` at start-up was cut off by a crash and is taken again at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+
+from pallas.product.conversation.jobs.periodic import PeriodicJob
+from pallas.product.conversation.jobs.worker import JobHandler, JobWorker
+from pallas.store.jobs import ClaimedJob, JobRef, JobStore
+
+PURGE_KIND = "jobs.purge"
+KEEP_FINISHED = timedelta(days=7)
+# Every night at 04:17 UTC: finished jobs older than a week are deleted.
+PURGE = PeriodicJob(name="purge_finished_jobs", kind=PURGE_KIND, cron="17 4 * * *")
+
+
+class Jobs:
+    def __init__(self, store: JobStore, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self._clock = clock
+        self._handlers: dict[str, JobHandler] = {PURGE_KIND: self._purge}
+        self._timeouts: dict[str, float] = {}
+        self._periodic: dict[str, PeriodicJob] = {PURGE.name: PURGE}
+        self._worker: JobWorker | None = None
+
+    def handle(self, kind: str, handler: JobHandler, *, timeout_s: float | None = None) -> None:
+        """Run `handler` for jobs of `kind` (before start-up; a kind has one handler)."""
+        if kind in self._handlers:
+            raise ValueError(f"job kind {kind!r} already has a handler")
+        self._handlers[kind] = handler
+        if timeout_s is not None:
+            self._timeouts[kind] = timeout_s
+
+    def every(self, job: PeriodicJob) -> None:
+        """Declare a periodic job (re-created at each start-up; never doubled)."""
+        if job.name in self._periodic:
+            raise ValueError(f"periodic job {job.name!r} is declared twice")
+        self._periodic[job.name] = job
+
+    async def enqueue(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        due_at: datetime | None = None,
+        max_attempts: int = 5,
+    ) -> JobRef:
+        """Commit a job (refused for a kind nobody handles); the worker looks at once."""
+        if kind not in self._handlers:
+            raise ValueError(f"no handler for job kind {kind!r}")
+        ref = await self.store.enqueue(
+            kind, payload, self._clock(), due_at=due_at, key=key, max_attempts=max_attempts
+        )
+        if self._worker is not None:
+            self._worker.wake()
+        return ref
+
+    async def start(self) -> None:
+        released = await self.store.release_running(self._clock())
+        if released:
+            logger.warning("jobs: {} job(s) cut off by the last stop run again", released)
+        self._worker = JobWorker(
+            self.store,
+            self._handlers,
+            self._clock,
+            timeouts=self._timeouts,
+            periodic=list(self._periodic.values()),
+        )
+        await self._worker.start()
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            await self._worker.stop()
+
+    async def _purge(self, job: ClaimedJob) -> None:
+        deleted = await self.store.purge_finished(self._clock() - KEEP_FINISHED)
+        if deleted:
+            logger.info("jobs: {} finished job(s) older than {} deleted", deleted, KEEP_FINISHED)
