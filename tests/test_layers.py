@@ -84,3 +84,21 @@ def test_imports_are_at_module_level() -> None:
                     if isinstance(n, ast.Import | ast.ImportFrom)
                 ]
     assert nested == []
+
+
+SENDING_NAMES = {"send", "finish", "call_api", "send_and_record", "poke_and_record", "send_message"}
+SENDING_MODULES = ("pallas.platform.onebot.send", "pallas.platform.onebot.outlet")
+
+
+def test_no_plugin_package_sends_to_the_platform_itself() -> None:
+    """Everything the bot says or does goes through the outbox (docs/delivery.md)."""
+    offenders = []
+    for path in ROOT.glob("packages/**/*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for name in imported(tree):
+            if name.startswith(SENDING_MODULES):
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in SENDING_NAMES:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} uses .{node.attr}")
+    assert offenders == []

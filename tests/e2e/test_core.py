@@ -16,7 +16,7 @@ import pytest
 
 from pallas.store.audit_trail import explain
 from pallas.store.engine import create_engine
-from tests.support.bot_process import BotProcess
+from tests.support.bot_process import REPO_ROOT, BotProcess
 from tests.support.fake_napcat import FakeNapCat, next_message_id
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
@@ -121,3 +121,35 @@ async def test_a_repeat_and_a_welcome_cut_off_by_a_crash_go_out_exactly_once(
     assert path.kinds() == ["inbound", "stage_handled", "delivery_recovered", "delivered"]
     [action] = path.actions
     assert [(row.kind, row.status) for row in action.outbox] == [("message", "sent")]
+
+
+async def test_a_silenced_members_line_reaches_no_other_plugin(tmp_path: Path) -> None:
+    log = tmp_path / "listener.log"
+    env = {
+        "PALLAS_BLOCKED_USERS": '["604"]',
+        "PALLAS_E2E_PLUGINS": "tests.support.listener_plugin",
+        "PALLAS_E2E_LISTENER_LOG": str(log),
+    }
+    bot = BotProcess(
+        tmp_path / "bot",
+        token=ACCESS_TOKEN,
+        env=env,
+        script=REPO_ROOT / "tests" / "support" / "bot_with_plugins.py",
+    )
+    bot.start()
+    napcat = NapCat(bot.ws_url)
+    try:
+        await bot.wait_ready()
+        await napcat.connect()
+        timeline = TimelineDb(bot.db_path)
+        for user, said in ((604, "我被屏蔽了"), (605, "我没有")):
+            event = napcat.group_message(GROUP, user, said)
+            await napcat.send_event(event)
+            await wait_for(lambda e=event: timeline.messages(e["message_id"]), what="stored")
+        await wait_for(lambda: log.exists() and "605 我没有" in log.read_text(), what="listener")
+        assert log.read_text(encoding="utf-8").splitlines() == ["605 我没有"]
+        [flagged] = timeline.query("SELECT text FROM message WHERE suppressed = 1")
+        assert flagged["text"] == "我被屏蔽了"
+    finally:
+        await napcat.close()
+        bot.stop()

@@ -31,8 +31,8 @@ async def test_a_job_cut_off_by_a_crash_completes_once_and_ticks_never_double(
     log = tmp_path / "jobs.log"
     bot = BotProcess(
         tmp_path / "bot",
-        env={"PALLAS_E2E_JOB_LOG": str(log)},
-        script=REPO_ROOT / "tests" / "support" / "bot_with_jobs.py",
+        env={"PALLAS_E2E_JOB_LOG": str(log), "PALLAS_E2E_PLUGINS": "tests.support.job_plugin"},
+        script=REPO_ROOT / "tests" / "support" / "bot_with_plugins.py",
     )
     bot.start()
     try:

@@ -1,4 +1,4 @@
-"""A plugin for the end-to-end job tests, loaded by `bot_with_jobs.py`.
+"""A plugin for the end-to-end job tests, loaded by `bot_with_plugins.py`.
 
 `e2e.slow` hangs on its first run (the test kills the bot meanwhile) and finishes on a later
 one; `e2e.tick` is a periodic job every 2 seconds. Both note what they do in the file named by
