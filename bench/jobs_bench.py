@@ -53,6 +53,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
+from bench.stats import fmt, percentile, verdict  # noqa: E402
 from pallas.product.conversation.jobs.worker import JobWorker  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.jobs import ClaimedJob, JobStore  # noqa: E402
@@ -68,23 +69,6 @@ SOLO_LEASE = timedelta(seconds=2)  # the solo claims' holder "dies"; the worker 
 
 
 # Statistics -----------------------------------------------------------------------------------
-
-
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of an already sorted sequence; NaN when empty."""
-    if not ordered:
-        return math.nan
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:.{digits}f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
 
 
 def timing_row(label: str, ms: list[float]) -> str:

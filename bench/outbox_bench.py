@@ -57,6 +57,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
+from bench.stats import fmt, percentile, verdict  # noqa: E402
 from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup  # noqa: E402
 from pallas.core.inbound import Segment, StreamKey, StreamKind  # noqa: E402
 from pallas.platform.onebot.send import own_message  # noqa: E402
@@ -117,23 +118,6 @@ ENDINGS = ("", "", "", "～", "！", "。", "？", "哈哈")
 
 
 # Statistics -----------------------------------------------------------------------------------
-
-
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of an already sorted sequence; NaN when empty."""
-    if not ordered:
-        return math.nan
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:.{digits}f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
 
 
 def max_in_window(times: Sequence[float], width: float) -> int:

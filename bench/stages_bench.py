@@ -29,9 +29,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from loguru import logger  # noqa: E402
 
-from bench.gate_bench import percentile  # noqa: E402
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
+from bench.stats import percentile  # noqa: E402
 from pallas.app import STAGE_ORDER, Runtime  # noqa: E402
 from pallas.config import load_settings  # noqa: E402
 from pallas.core.inbound import (  # noqa: E402

@@ -64,9 +64,7 @@ class DeliveryReport:
     detail: str = ""
 
 
-class ReplyDelivery(Protocol):
-    async def deliver(self, reply: OutgoingReply) -> DeliveryReport: ...
-
+class Actions(Protocol):
     async def act(
         self,
         turn_id: int,
@@ -74,24 +72,22 @@ class ReplyDelivery(Protocol):
         kind: str,
         payload: dict[str, Any],
         key: str | None = None,
-    ) -> tuple[int, ...]: ...
+    ) -> tuple[int, ...]:
+        """A poke or a reaction: one outbox row; raises PayloadError for a bad payload."""
 
 
-class Sender(Protocol):
-    """The one way out for everything besides the agent's replies (responders, later
-    stickers, proactive lines): typed, validated when queued, durable."""
+class ReplyDelivery(Actions, Protocol):
+    """The agent's way out: a reply's bubbles, and its pokes and reactions."""
+
+    async def deliver(self, reply: OutgoingReply) -> DeliveryReport: ...
+
+
+class Sender(Actions, Protocol):
+    """The one way out for everything besides the agent's replies (responders, commands,
+    later stickers and proactive lines): typed, validated when queued, durable."""
 
     async def send(self, message: OutgoingMessage) -> tuple[int, ...]:
         """The outbox rows for it; raises PayloadError for a message that cannot be sent."""
-
-    async def act(
-        self,
-        turn_id: int,
-        stream_id: int,
-        kind: str,
-        payload: dict[str, Any],
-        key: str | None = None,
-    ) -> tuple[int, ...]: ...
 
 
 def should_quote(kind: StreamKind, target_id: int | None, newest_id: int) -> bool:
