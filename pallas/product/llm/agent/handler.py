@@ -75,12 +75,12 @@ class AgentTurnHandler:
         self._deps = deps
 
     async def handle(self, turn: Turn) -> TurnDecision:
+        if self._deps.agent is None:  # nothing would read the context: do not assemble it
+            return await self._no_answer(turn, "no chat model is configured")
         prepared = await assemble_context(turn, self._deps.assembly)
         self._event(
             turn, EventKind.CONTEXT_ASSEMBLED, turn.trigger.value, _assembly_payload(prepared)
         )
-        if self._deps.agent is None:
-            return await self._no_answer(turn, "no chat model is configured")
         capabilities = await self._deps.outlet.capabilities(turn.stream.self_id)
         frame = build_frame(turn, prepared, capabilities, self._deps.config, self._deps.bot_names)
         conversation = Conversation(
