@@ -228,6 +228,26 @@ def tree_cpu_s(root: int) -> float:
     return ticks / CLK_TCK
 
 
+def tree_rss_mb(root: int) -> float:
+    """Resident memory (MB) of `root` and all its descendants (VmRSS of /proc/<pid>/status)."""
+    stats = _proc_stats()
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, fields in stats.items():
+        children[int(fields[1])].append(pid)
+    kb, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:  # ended while we looked
+            continue
+        kb += next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
+        todo.extend(children[pid])
+    return kb / 1024
+
+
 async def settle(pid: int) -> tuple[float, float]:
     """Wait until the tree is idle (or SETTLE_LIMIT_S passed): (its CPU s then, s waited)."""
     started = clock()
@@ -257,6 +277,7 @@ class PhaseResult:
     max_send_lag_ms: float = 0.0
     cpu_s: float = math.nan
     idle_after_s: float = math.nan
+    rss_mb: float = math.nan  # the process tree's resident memory once idle after the phase
 
     @property
     def cpu_per_message_us(self) -> float:
@@ -335,6 +356,7 @@ async def run_phase(
     cpu_after, idle_after = await settle(pid)
     result = summarize(client, frames, lag)
     result.cpu_s, result.idle_after_s = cpu_after - cpu_before, idle_after
+    result.rss_mb = tree_rss_mb(pid)
     return result
 
 
@@ -446,6 +468,7 @@ BURST_RATE = "burst msgs/s (first send -> last ack)"
 BURST_CPU = "burst CPU per msg µs (process tree)"
 STEADY_ACK_P99 = "steady send -> ack p99 ms"
 STEADY_CPU = "steady CPU per msg µs (process tree)"
+BURST_RSS = "RSS after the burst MB (process tree)"
 # (label, value of one run, whether a bot/bare ratio is reported)
 MEASURES: list[tuple[str, Getter, bool]] = [
     (BURST_RATE, lambda r: r.burst.messages_per_s, True),
@@ -456,6 +479,7 @@ MEASURES: list[tuple[str, Getter, bool]] = [
     ("burst send -> ack p99 ms", lambda r: r.burst.ack_p99_ms, False),
     (BURST_CPU, lambda r: r.burst.cpu_per_message_us, True),
     ("burst: idle again after last ack, s", lambda r: r.burst.idle_after_s, False),
+    (BURST_RSS, lambda r: r.burst.rss_mb, True),
     ("steady send -> row committed p50 ms", lambda r: r.steady.commit_p50_ms, False),
     ("steady send -> row committed p99 ms", lambda r: r.steady.commit_p99_ms, False),
     ("steady send -> ack p50 ms", lambda r: r.steady.ack_p50_ms, False),
