@@ -60,11 +60,12 @@ def read_message(msg: InboundMessage, names: Sequence[str], replied_to_bot: bool
 
 def count_pokes(activity: StreamActivity, now: datetime, policy: GatePolicy) -> int:
     """Pokes at the bot in the window, this one included (the activity already holds it)."""
-    return sum(
-        1
-        for s in activity.sightings
-        if s.poked_me and (now - s.at).total_seconds() <= policy.poke_window_s
-    )
+    count = 0
+    for s in reversed(activity.sightings):  # in arrival order: stop at the window's edge
+        if (now - s.at).total_seconds() > policy.poke_window_s:
+            break
+        count += s.poked_me
+    return count
 
 
 def merge_facts(facts: Iterable[MessageFacts]) -> MessageFacts:
@@ -139,17 +140,22 @@ class _View:
 
 
 def _scan(activity: StreamActivity, asker: Asker, now: datetime, policy: GatePolicy) -> _View:
-    """One pass, newest first, stopping at the longest window any fact looks back over."""
+    """One pass, newest first, stopping at the longest window any fact looks back over.
+
+    The bot's last line older than every window (the natural window included) decides
+    nothing: the scan never walks the rest of the hour to find it.
+    """
     view = _View()
     horizon = max(
         policy.reply_window_s,
         policy.ongoing_exchange_s,
         policy.follow_up_window_s,
         policy.hot_window_s,
+        policy.natural_window_s,
     )
     for s in reversed(activity.sightings):
         age = (now - s.at).total_seconds()
-        if age > horizon and view.since_bot_spoke is not None:
+        if age > horizon:
             break
         if s.from_bot:
             if view.since_bot_spoke is None:

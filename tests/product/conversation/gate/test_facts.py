@@ -6,11 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pallas.core.inbound import InboundMessage
+from pallas.core.inbound import InboundMessage, StreamKind
 from pallas.product.conversation.gate.activity import Sighting, StreamActivity
 from pallas.product.conversation.gate.facts import (
+    Asker,
     MessageFacts,
     count_pokes,
+    gate_request,
     merge_facts,
     read_message,
 )
@@ -104,6 +106,7 @@ def _poke(message_id: int, age_s: float, *, at_bot: bool = True) -> Sighting:
         ([_poke(1, 300), _poke(2, 10), _poke(3, 0)], 3),
         ([_poke(1, 300.5), _poke(2, 10), _poke(3, 0)], 2),
         ([_poke(1, 10, at_bot=False), _poke(2, 0)], 1),
+        ([_poke(1, 900), _poke(2, 400), _poke(3, 0)], 1),
     ],
     ids=[
         "none",
@@ -111,6 +114,7 @@ def _poke(message_id: int, age_s: float, *, at_bot: bool = True) -> Sighting:
         "a poke at the window edge counts",
         "a poke just past the window does not",
         "pokes between members do not count",
+        "older pokes further back do not count either",
     ],
 )
 def test_count_pokes_in_the_window(sightings: list[Sighting], count: int) -> None:
@@ -195,3 +199,28 @@ def test_facts_stored_by_another_version_still_load() -> None:
         mentioned_me=True
     )
     assert MessageFacts.from_json({}) == MessageFacts()
+
+
+def _line(message_id: int, age_s: float, *, from_bot: bool = False) -> Sighting:
+    at = NOW - timedelta(seconds=age_s)
+    return Sighting(message_id, f"m{message_id}", 0 if from_bot else 2, at, from_bot=from_bot)
+
+
+@pytest.mark.parametrize(
+    ("natural_window_s", "bot_age_s", "since"),
+    [
+        (90, 30, 30.0),
+        (90, 599, 599.0),  # within the frequency cap's window: still seen
+        (90, 1_000, None),  # older than every window: decides nothing, not looked for
+        (1_800, 1_000, 1_000.0),  # a natural window that long is looked through
+    ],
+)
+def test_the_bots_last_line_is_looked_for_only_as_far_as_a_window_reaches(
+    natural_window_s: float, bot_age_s: float, since: float | None
+) -> None:
+    chatter = [_line(i, bot_age_s - i) for i in range(1, 40)]
+    activity = StreamActivity([_line(1_000, bot_age_s, from_bot=True), *chatter])
+    policy = GatePolicy(natural_window_s=natural_window_s, reply_window_s=600)
+    asker = Asker(StreamKind.GROUP, 2, 39, 0.5)
+    request = gate_request(asker, MessageFacts(), activity, policy, NOW)
+    assert request.seconds_since_bot_spoke == since
