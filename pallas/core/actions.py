@@ -19,6 +19,12 @@ class SentLookup:
 HISTORY_UNREADABLE = SentLookup(answered=False)
 
 
+def is_platform_id(value: str | None) -> bool:
+    """OneBot ids are integers on the wire (NapCat message ids may be negative)."""
+    digits = "" if value is None else value.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
+
+
 class Capability(StrEnum):
     """An action the connected platform implementation is known to perform."""
 

@@ -23,7 +23,13 @@ from loguru import logger
 from nonebot.adapters.onebot.v11 import Bot
 from nonebot.exception import AdapterException
 
-from pallas.core.actions import HISTORY_UNREADABLE, Capability, SentLookup, reaction_id
+from pallas.core.actions import (
+    HISTORY_UNREADABLE,
+    Capability,
+    SentLookup,
+    is_platform_id,
+    reaction_id,
+)
 from pallas.core.inbound import InboundMessage, Segment, SegmentKind, StreamKey, StreamKind
 from pallas.core.text import excerpt, render_plain_text
 from pallas.platform.onebot.outbound import UnsendableSegmentError, inline_assets
@@ -117,7 +123,7 @@ class OneBotOutlet:
         if not segments:
             logger.warning("send to {}: empty message, not sent", _where(stream))
             return None
-        if quote is not None and not _is_platform_id(quote):
+        if quote is not None and not is_platform_id(quote):
             # A poke's synthetic id, say: the message still goes out, just unquoted.
             logger.warning(
                 "send to {}: cannot quote {!r}, sent unquoted", _where(stream), excerpt(quote)
@@ -144,7 +150,7 @@ class OneBotOutlet:
         bot = _connected_bot(stream.self_id, _where(stream))
         if bot is None:
             return False
-        if not _is_platform_id(user_id):
+        if not is_platform_id(user_id):
             logger.warning("poke in {}: {!r} is not a user id", _where(stream), excerpt(user_id))
             return False
         try:
@@ -159,7 +165,7 @@ class OneBotOutlet:
         if emoji_id is None:
             logger.warning("react in {}: unknown reaction {!r}", _where(stream), excerpt(reaction))
             return False
-        if not _is_platform_id(platform_message_id):
+        if not is_platform_id(platform_message_id):
             logger.warning(
                 "react in {}: cannot react to {!r}", _where(stream), excerpt(platform_message_id)
             )
@@ -202,7 +208,7 @@ class OneBotOutlet:
     async def nickname(self, self_id: str, user_id: str) -> str | None:
         """The user's QQ nickname, or None if the bot is not connected or NapCat cannot say."""
         bot = _connected_bot(self_id, f"nickname of {excerpt(user_id, 20)}")
-        if bot is None or not _is_platform_id(user_id):
+        if bot is None or not is_platform_id(user_id):
             return None
         return await lookup_nickname(bot, user_id)
 
@@ -311,12 +317,6 @@ def _connected_bot(self_id: str, where: str) -> Bot | None:
         return bot
     logger.warning("{}: bot {} is not connected, nothing done", where, self_id)
     return None
-
-
-def _is_platform_id(value: str) -> bool:
-    """OneBot ids are integers on the wire (NapCat message ids may be negative)."""
-    digits = value.removeprefix("-")
-    return digits.isascii() and digits.isdigit()
 
 
 def _where(stream: StreamKey) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pallas.core.actions import reaction_id
+from pallas.core.actions import is_platform_id, reaction_id
 from pallas.core.assets import asset_file, asset_path
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.core.text import render_plain_text
@@ -75,7 +75,7 @@ def segment_problem(segment: Segment, asset_exists: AssetExists) -> str | None:
     if segment.kind is SegmentKind.TEXT:
         return None if segment.text else "empty text"
     if segment.kind in (SegmentKind.AT, SegmentKind.REPLY, SegmentKind.FACE):
-        return None if _is_number(segment.target) else f"target {segment.target!r} is not an id"
+        return None if is_platform_id(segment.target) else f"target {segment.target!r} is not an id"
     if segment.kind is SegmentKind.MARKET_FACE:
         return None if segment.detail_value("key") else "a shop sticker needs its key"
     if segment.kind in MEDIA_KINDS:
@@ -90,11 +90,11 @@ def no_assets(relative: str) -> bool:
 def check_action(kind: str, payload: dict[str, Any]) -> None:
     """A poke names a user id; a reaction a message id and a reaction from the vocabulary."""
     if kind == "poke":
-        if not _is_number(str(payload.get("user_id", ""))):
+        if not is_platform_id(str(payload.get("user_id", ""))):
             raise PayloadError(f"a poke needs a user id, not {payload.get('user_id')!r}")
         return
     if kind == "react":
-        if not _is_number(str(payload.get("message_id", ""))):
+        if not is_platform_id(str(payload.get("message_id", ""))):
             raise PayloadError(f"a reaction needs a message id, not {payload.get('message_id')!r}")
         if reaction_id(str(payload.get("emoji", ""))) is None:
             raise PayloadError(f"unknown reaction {payload.get('emoji')!r}")
@@ -129,7 +129,3 @@ def _media_problem(segment: Segment, asset_exists: AssetExists) -> str | None:
     if relative is None:
         return f"{media.file!r} is not an asset reference (asset:<path>) or a URL"
     return None if asset_exists(relative) else f"missing asset {relative!r}"
-
-
-def _is_number(value: str | None) -> bool:
-    return value is not None and value.isascii() and value.removeprefix("-").isdigit()
