@@ -212,39 +212,39 @@ def _proc_stats() -> dict[int, list[str]]:
     return stats
 
 
-def tree_cpu_s(root: int) -> float:
-    """CPU seconds (user + system) of `root` and all its descendants, found by ppid links;
-    each process's waited-for children (cutime, cstime) too, so none that ended is missed."""
-    stats = _proc_stats()
+def _tree(root: int, stats: dict[int, list[str]]) -> list[int]:
+    """`root` and all its descendants, found by ppid links."""
     children: dict[int, list[int]] = defaultdict(list)
     for pid, fields in stats.items():
         children[int(fields[1])].append(pid)
-    ticks, todo = 0, [root]
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
         if pid in stats:
-            ticks += sum(int(v) for v in stats[pid][11:15])  # utime stime cutime cstime
+            found.append(pid)
             todo.extend(children[pid])
+    return found
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of `root` and all its descendants; each process's
+    waited-for children (cutime, cstime) too, so none that ended is missed."""
+    stats = _proc_stats()
+    # utime stime cutime cstime
+    ticks = sum(int(v) for pid in _tree(root, stats) for v in stats[pid][11:15])
     return ticks / CLK_TCK
 
 
 def tree_rss_mb(root: int) -> float:
     """Resident memory (MB) of `root` and all its descendants (VmRSS of /proc/<pid>/status)."""
-    stats = _proc_stats()
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, fields in stats.items():
-        children[int(fields[1])].append(pid)
-    kb, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
+    kb = 0
+    for pid in _tree(root, _proc_stats()):
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:  # ended while we looked
             continue
-        kb += next(
-            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
-        )
-        todo.extend(children[pid])
+        rss = (line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))
+        kb += int(next(rss, 0))
     return kb / 1024
 
 
