@@ -22,7 +22,7 @@ a leave) go to the stages that take them, in the same order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from loguru import logger
 
@@ -46,6 +46,7 @@ class Stage(Protocol):
         """Decide on a new message from someone else."""
 
 
+@runtime_checkable
 class ChangeStage(Protocol):
     """A stage that also acts on members joining and leaving."""
 
@@ -105,11 +106,10 @@ class StageList:
 
     async def on_member_change(self, stored: StoredChange) -> None:
         for stage in self.stages:
-            on_change = getattr(stage, "on_member_change", None)
-            if on_change is None:
+            if not isinstance(stage, ChangeStage):
                 continue
             try:
-                result: StageResult = await on_change(stored)
+                result = await stage.on_member_change(stored)
             except Exception as exc:
                 logger.opt(exception=exc).error("stage {} failed on a member change", stage.name)
                 continue
