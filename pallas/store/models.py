@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -244,11 +245,25 @@ class Reply(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
+OPEN_STATUS_SQL = "status IN ('pending', 'sending')"  # an outbox row not yet settled
+
+
 class OutboxItem(Base):
     """One outgoing action (a bubble, a poke, a reaction) until the platform confirms it."""
 
     __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_status_stream_id_id", "status", "stream_id", "id"),)
+    __table_args__ = (
+        Index("ix_outbox_status_stream_id_id", "status", "stream_id", "id"),
+        # The open rows only: the dispatcher finds each chat's head by skipping along it, so
+        # its query does not grow with a backlog (OutboxStore.heads).
+        Index(
+            "ix_outbox_open_stream_id_id",
+            "stream_id",
+            "id",
+            sqlite_where=text(OPEN_STATUS_SQL),
+            postgresql_where=text(OPEN_STATUS_SQL),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     reply_id: Mapped[int | None] = mapped_column(Id, ForeignKey("reply.id"))

@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, bindparam, func, insert, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.models import Message, OutboxItem, Reply, Stream
@@ -141,16 +142,13 @@ class OutboxStore:
         return Enqueued(ids, dropped)
 
     async def heads(self, limit: int = 200) -> list[OutboxRow]:
-        """The oldest open row of each stream (its order is strict), oldest streams first."""
-        first = (
-            select(OutboxItem.stream_id, func.min(OutboxItem.id).label("head"))
-            .where(OutboxItem.status.in_(OPEN))
-            .group_by(OutboxItem.stream_id)
-            .subquery()
-        )
-        query = _row_query().join(first, first.c.head == OutboxItem.id).order_by(OutboxItem.id)
+        """The oldest open row of each stream (its order is strict), oldest streams first.
+
+        The statement skips from one chat to the next along the open rows' index, so it costs
+        a few index searches per chat with open rows, however deep their backlogs are.
+        """
         async with self._engine.connect() as conn:
-            rows = (await conn.execute(query.limit(limit))).all()
+            rows = (await conn.execute(_HEADS, {"limit": limit})).all()
         return [_outbox_row(row) for row in rows]
 
     async def waiting_messages(self, stream_id: int) -> int:
@@ -195,6 +193,22 @@ class OutboxStore:
         async with self._lock, self._engine.begin() as conn:
             await conn.execute(statement)
 
+    async def mark_sending(self, item_ids: Sequence[int], now: datetime) -> None:
+        """Rows about to be handed to the platform together: one transaction for all."""
+        statement = (
+            update(OutboxItem)
+            .where(OutboxItem.id.in_(item_ids))
+            .values(status=OutboxStatus.SENDING.value, updated_at=now)
+        )
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(statement)
+
+    async def mark_sent(self, receipts: Sequence[tuple[int, str]], now: datetime) -> None:
+        """(row id, platform message id) of rows the platform confirmed: one transaction."""
+        params = [{"row": row, "pid": pid, "now": now} for row, pid in receipts]
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(_MARK_SENT, params)
+
     async def interrupted(self) -> list[OutboxRow]:
         """Rows that were being sent when the process stopped."""
         query = _row_query().where(OutboxItem.status == OutboxStatus.SENDING.value)
@@ -224,6 +238,18 @@ class OutboxStore:
         )
         async with self._engine.connect() as conn:
             return (await conn.execute(query)).scalar()
+
+
+_MARK_SENT = (
+    update(OutboxItem)
+    .where(OutboxItem.id == bindparam("row"))
+    .values(
+        status=OutboxStatus.SENT.value,
+        updated_at=bindparam("now"),
+        platform_message_id=bindparam("pid"),
+    )
+    .execution_options(synchronize_session=False)
+)
 
 
 def item_keys(key: str | None, count: int) -> list[str]:
@@ -330,3 +356,44 @@ def _outbox_row(row: Any) -> OutboxRow:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
+
+
+def _heads_query() -> Any:
+    """Each chat's oldest open row: a loose index scan over `ix_outbox_open_stream_id_id`.
+
+    The recursive part walks the chats with open rows in stream id order, one index search
+    for the next one each; then each chat's first open row is one more search. A GROUP BY
+    over the open rows would read every row of every backlog instead.
+    """
+    chats = select(func.min(OutboxItem.stream_id).label("sid")).where(_open(OutboxItem))
+    chats_cte = chats.cte("open_chat", recursive=True)
+    after = aliased(OutboxItem)
+    next_chat = (
+        select(func.min(after.stream_id))
+        .where(_open(after), after.stream_id > chats_cte.c.sid)
+        .scalar_subquery()
+    )
+    chats_cte = chats_cte.union_all(select(next_chat).where(chats_cte.c.sid.is_not(None)))
+    first = aliased(OutboxItem)
+    head = (
+        select(func.min(first.id))
+        .where(_open(first), first.stream_id == chats_cte.c.sid)
+        .scalar_subquery()
+    )
+    head_ids = select(head.label("head")).where(chats_cte.c.sid.is_not(None)).subquery()
+    return (
+        _row_query()
+        .join(head_ids, head_ids.c.head == OutboxItem.id)
+        .order_by(OutboxItem.id)
+        .limit(bindparam("limit"))
+    )
+
+
+def _open(table: Any) -> Any:
+    """`status IN ('pending', 'sending')` in constants, as the partial index states it: neither
+    SQLite nor PostgreSQL matches a partial index to a condition on bound parameters."""
+    return table.status.in_([literal_column(f"'{status}'") for status in OPEN])
+
+
+_HEADS = _heads_query()
+

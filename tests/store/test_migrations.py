@@ -37,4 +37,4 @@ async def test_sqlite_is_tuned_and_its_folder_created(tmp_path: Path) -> None:
         version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
     await engine.dispose()
     assert (journal, foreign_keys, busy) == ("wal", 1, 5000)
-    assert version == "0008"
+    assert version == "0009"

@@ -386,6 +386,51 @@ async def test_mark_sets_one_row_and_cuts_a_long_error(
     assert (second.status, second.platform_message_id, second.last_error) == ("sent", "p-1", "")
 
 
+async def test_mark_sending_and_mark_sent_settle_many_rows_in_one_call(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    store = OutboxStore(engine)
+    a, b = await _stream(writer, "ms-a"), await _stream(writer, "ms-b")
+    first = await store.enqueue(1, a, [_bubble("一"), _bubble("二")], T0)
+    other = await store.enqueue(2, b, [_bubble("三")], T0)
+    began, done = T0 + timedelta(seconds=5), T0 + timedelta(seconds=6)
+    await store.mark_sending([first.ids[0], other.ids[0]], began)
+    sending = {r.id: (r.status, r.updated_at) for r in await _rows(engine)}
+    assert sending == {
+        first.ids[0]: ("sending", began),
+        first.ids[1]: ("pending", T0),
+        other.ids[0]: ("sending", began),
+    }
+    await store.mark_sent([(first.ids[0], "p-a"), (other.ids[0], "p-b")], done)
+    settled = {r.id: (r.status, r.platform_message_id, r.updated_at) for r in await _rows(engine)}
+    assert settled == {
+        first.ids[0]: ("sent", "p-a", done),
+        first.ids[1]: ("pending", None, T0),
+        other.ids[0]: ("sent", "p-b", done),
+    }
+    assert [head.id for head in await store.heads()] == [first.ids[1]]
+
+
+async def test_heads_skip_settled_rows_and_deep_backlogs_alike(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    # Interleaved chats, settled rows before and between the open ones, one chat all settled.
+    store = OutboxStore(engine)
+    chats = [await _stream(writer, f"deep-{n}") for n in range(5)]
+    ids: dict[int, list[int]] = {chat: [] for chat in chats}
+    for round_no in range(30):
+        for chat in chats:
+            queued = await store.enqueue(round_no, chat, [_bubble(f"{chat}-{round_no}")], T0)
+            ids[chat] += queued.ids
+    settled = {chat: 3 * n for n, chat in enumerate(chats[:4])} | {chats[4]: 30}
+    for chat, count in settled.items():
+        await _set_status(engine, OutboxStatus.SENT, *ids[chat][:count])
+    heads = await store.heads()
+    expected = sorted(ids[chat][count] for chat, count in settled.items() if count < 30)
+    assert [head.id for head in heads] == expected
+    assert [head.id for head in await store.heads(limit=2)] == expected[:2]
+
+
 # --- echo matching -----------------------------------------------------------------------
 
 

@@ -150,16 +150,29 @@ class OutboxDispatcher:
     async def _tick(self) -> float:
         """Send every head row that may go now; the seconds until the next one might.
 
-        After any progress the next heads are due at once (0): a reply's next bubble, say.
+        Heads of different conversations that may all go now are sent together: one
+        transaction marks them `sending`, their platform calls run side by side, one
+        transaction marks the confirmed ones `sent`. After any progress the next heads are due
+        at once (0): a reply's next bubble, say.
         """
         soonest = IDLE_WAKE_S
+        ready: list[OutboxRow] = []
+        # Heads stay heads until the dispatcher itself acts on them (enqueue only adds rows
+        # behind them, backpressure never drops a head), so one query serves every batch.
         for row in await self._store.heads():
             if self._stopping:
-                break
-            soonest = min(soonest, await self._consider(row))
+                return IDLE_WAKE_S  # nothing more starts; what is open waits for the next run
+            soonest = min(soonest, await self._consider(row, ready))
+            if len(ready) >= self.policy.parallel_sends:
+                await self._send(ready)
+                ready = []
+        if ready and not self._stopping:
+            await self._send(ready)
         return max(0.0, soonest)
 
-    async def _consider(self, row: OutboxRow) -> float:
+    async def _consider(self, row: OutboxRow, ready: list[OutboxRow]) -> float:
+        """Settle or wait for the row; if it may go now, reserve its pacing and add it to
+        `ready`. The seconds until this conversation needs another look."""
         if row.status == OutboxStatus.SENDING.value:
             # Left mid-send by a crash or a failed status write: resolved, never resent blindly.
             resolved = await self._resolve_interrupted(row)
@@ -178,31 +191,40 @@ class OutboxDispatcher:
         wait = self._gate.wait(row.stream_id, pause, self._monotonic())
         if wait > 0:
             return wait
-        await self._send(row)
+        self._gate.sent(row.stream_id, self._monotonic())  # reserved: the next head waits
+        ready.append(row)
         return 0.0
 
-    async def _send(self, row: OutboxRow) -> None:
+    async def _send(self, rows: list[OutboxRow]) -> None:
+        """Hand rows of different conversations to the platform together; `sending` is
+        committed for all of them before the first call."""
         began = self._clock()
-        await self._store.mark(row.id, OutboxStatus.SENDING, began)
+        await self._store.mark_sending([row.id for row in rows], began)
+        outcomes = await asyncio.gather(*(self._attempt(row) for row in rows))
+        now = self._clock()
+        confirmed = [(row, pid) for row, pid in zip(rows, outcomes, strict=True) if pid]
+        if confirmed:
+            await self._store.mark_sent([(row.id, pid) for row, pid in confirmed], now)
+        for row, platform_id in confirmed:
+            self._gate.confirmed(row.stream_id, self._monotonic())
+            payload = {"outbox_id": row.id, "platform_message_id": platform_id}
+            self._event(row, EventKind.DELIVERED, row.kind, payload)
+        for row, platform_id in zip(rows, outcomes, strict=True):
+            if not platform_id:
+                await self._failed(row, began, now)
+
+    async def _attempt(self, row: OutboxRow) -> str | None:
+        """One platform call under the send timeout: its id, or None (no receipt)."""
         try:
             async with asyncio.timeout(self.policy.send_timeout_s):
-                platform_id = await self._perform(row)
+                return await self._perform(row)
         except TimeoutError:
             logger.warning(
                 "outbox: row {} got no receipt in {} s", row.id, self.policy.send_timeout_s
             )
-            platform_id = None
         except Exception as exc:  # the outlet should not raise; if it does, it is a failure
             logger.opt(exception=exc).error("outbox: sending row {} raised {!r}", row.id, exc)
-            platform_id = None
-        now = self._clock()
-        if platform_id is not None:
-            self._gate.sent(row.stream_id, self._monotonic())
-            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=platform_id)
-            payload = {"outbox_id": row.id, "platform_message_id": platform_id}
-            self._event(row, EventKind.DELIVERED, row.kind, payload)
-            return
-        await self._failed(row, began, now)
+        return None
 
     async def _failed(self, row: OutboxRow, began: datetime, now: datetime) -> None:
         # A lost receipt is not a lost message: if the platform reported it, it was sent.

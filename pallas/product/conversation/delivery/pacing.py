@@ -21,6 +21,7 @@ class DeliveryPolicy:
     global_per_second: float = 2.0  # all conversations together, a token bucket ...
     global_burst: int = 5  # ... holding this many tokens
     send_timeout_s: float = 10.0  # one platform call; longer holds every conversation up
+    parallel_sends: int = 32  # heads of different conversations handed over together, at most
     max_attempts: int = 5
     backoff_base_s: float = 2.0
     backoff_max_s: float = 60.0
@@ -63,9 +64,14 @@ class RateGate:
         return max(stream_wait, global_wait)
 
     def sent(self, stream_id: int, now: float) -> None:
+        """A send to this conversation starts now: it takes a token and restarts the spacing."""
         self._refill(now)
         self.tokens -= 1
         self.last_sent[stream_id] = now
+
+    def confirmed(self, stream_id: int, now: float) -> None:
+        """The platform confirmed the send: the spacing counts from here, as the chat saw it."""
+        self.last_sent[stream_id] = max(now, self.last_sent.get(stream_id, now))
 
     def _refill(self, now: float) -> None:
         if self.tokens < 0:

@@ -429,3 +429,76 @@ async def test_only_the_bots_own_report_of_this_send_counts_as_its_echo(
     dispatcher = OutboxDispatcher(kit.store, kit.outlet, kit.ledger, POLICY, kit.clock)
     counts = await dispatcher.recover()  # history unreadable: only the echo could confirm it
     assert counts["confirmed"] == 0, case
+
+
+@dataclass
+class CrowdOutlet(Outlet):
+    """Holds each send until `release` is set; notes how many were in the platform's hands
+    at once and the rows' statuses the moment the first call arrived."""
+
+    engine: AsyncEngine | None = None
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    in_flight: int = 0
+    most_in_flight: int = 0
+    statuses_at_first_call: list[str] = field(default_factory=list)
+    fail_chat: str = ""
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        if self.engine is not None and not self.statuses_at_first_call:
+            async with self.engine.connect() as conn:
+                query = select(OutboxItem.status).order_by(OutboxItem.id)
+                self.statuses_at_first_call = list((await conn.execute(query)).scalars())
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        await self.release.wait()
+        await asyncio.sleep(0.01)  # a platform call takes time, even once released
+        self.in_flight -= 1
+        if stream.external_id == self.fail_chat and self.failures > 0:
+            self.failures -= 1
+            self.attempts += 1
+            return None
+        return await super().send(stream, segments, quote)
+
+
+async def test_heads_of_different_chats_are_handed_over_together_each_chat_in_order(
+    kit: Kit,
+) -> None:
+    outlet = CrowdOutlet(engine=kit.engine)
+    kit.outlet = outlet
+    kit.outlet.connected = False  # queue everything first, then let it go at once
+    kit.start()
+    for chat in ("p1", "p2", "p3"):
+        await kit.reply(chat, f"{chat}-一", f"{chat}-二")
+    outlet.connected = True
+    kit.dispatcher.wake()  # type: ignore[union-attr]
+    while outlet.in_flight < 3:
+        await asyncio.sleep(0.01)
+    outlet.release.set()
+    await drained(kit)
+    assert outlet.most_in_flight == 3
+    # Every head of the batch was committed `sending` before the first platform call.
+    assert outlet.statuses_at_first_call == ["sending", "pending"] * 3
+    for chat in ("p1", "p2", "p3"):
+        assert [t for c, t, _ in outlet.sent if c == chat] == [f"{chat}-一", f"{chat}-二"]
+    assert len(await kit.events("delivered")) == 6
+
+
+async def test_at_most_parallel_sends_go_together_and_a_failure_retries_alone(kit: Kit) -> None:
+    outlet = CrowdOutlet(fail_chat="q2", failures=1)
+    outlet.release.set()
+    kit.outlet = outlet
+    kit.outlet.connected = False
+    kit.start(replace(POLICY, parallel_sends=2))
+    for chat in ("q1", "q2", "q3"):
+        await kit.reply(chat, f"{chat}-一", f"{chat}-二")
+    outlet.connected = True
+    kit.dispatcher.wake()  # type: ignore[union-attr]
+    await drained(kit)
+    assert outlet.most_in_flight == 2
+    for chat in ("q1", "q2", "q3"):
+        assert [t for c, t, _ in outlet.sent if c == chat] == [f"{chat}-一", f"{chat}-二"]
+    assert sorted(await kit.statuses()) == [("sent", 0)] * 5 + [("sent", 1)]
+    [retry] = await kit.events("delivery_retry")
+    assert retry.payload["attempts"] == 1
