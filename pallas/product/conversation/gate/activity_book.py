@@ -5,6 +5,7 @@ A cache, never the truth: each view is loaded from the store on first sight afte
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,13 +21,27 @@ class ActivityBook:
     def __init__(self, engine: AsyncEngine, capacity: int = 2_000) -> None:
         self._engine = engine
         self._views: BoundedCache[int, StreamActivity] = BoundedCache(capacity)
+        # One load per stream at a time: a burst into a cold stream waits for the first load
+        # instead of each message loading (and replacing) a view of its own.
+        self._loading: dict[int, asyncio.Future[StreamActivity]] = {}
 
     async def get(self, stream_id: int, self_id: str, now: datetime) -> StreamActivity:
         view = self._views.get(stream_id)
-        if view is None:
+        if view is not None:
+            return view
+        loading = self._loading.get(stream_id)
+        if loading is None:
+            loading = asyncio.ensure_future(self._load_and_keep(stream_id, self_id, now))
+            self._loading[stream_id] = loading
+        return await asyncio.shield(loading)
+
+    async def _load_and_keep(self, stream_id: int, self_id: str, now: datetime) -> StreamActivity:
+        try:
             view = await self._load(stream_id, self_id, now)
             self._views.put_all({stream_id: view})
-        return view
+            return view
+        finally:
+            del self._loading[stream_id]
 
     async def _load(self, stream_id: int, self_id: str, now: datetime) -> StreamActivity:
         since = now - HORIZON
