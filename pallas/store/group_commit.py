@@ -2,12 +2,15 @@
 
 Each caller awaits its own result, which is only set once the shared transaction has
 committed. A batch that fails is retried one item at a time, so one bad item cannot take
-its neighbours down with it.
+its neighbours down with it. A patient item may wait up to `patience_s` for company before
+its transaction starts; anything else queued behind it ends the wait at once, and items
+always commit in the order they were queued.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -28,6 +31,7 @@ class WriterClosedError(RuntimeError):
 class _Pending(Generic[T, R]):
     item: T
     future: asyncio.Future[R]
+    patient: bool = False
 
 
 class GroupCommitter(Generic[T, R]):
@@ -40,12 +44,15 @@ class GroupCommitter(Generic[T, R]):
         *,
         max_batch: int = 500,
         linger_s: float = 0.0,
+        patience_s: float = 0.0,
         write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._name = name
         self._apply = apply
         self._max_batch = max_batch
         self._linger_s = linger_s
+        self._patience_s = patience_s
+        self._impatient = asyncio.Event()  # set when an item that may not wait is queued
         # SQLite has one writer at a time: committers sharing a database share this lock, so
         # they queue here instead of sleeping in SQLite's busy-retry loop.
         self._write_lock = write_lock or asyncio.Lock()
@@ -62,27 +69,49 @@ class GroupCommitter(Generic[T, R]):
             return
         self._closed = True
         self._queue.put_nowait(None)
+        self._impatient.set()
         await self._task
 
     async def submit(self, item: T) -> R:
+        return await self.enqueue(item)
+
+    def enqueue(self, item: T, *, patient: bool = False) -> asyncio.Future[R]:
+        """Queue the item; its future is settled once its transaction has committed."""
         if self._closed or self._task is None:
             raise WriterClosedError(f"{self._name} is not running")
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(item, future))
-        return await future
+        self._queue.put_nowait(_Pending(item, future, patient))
+        if not patient:
+            self._impatient.set()
+        return future
+
+    def hurry(self) -> None:
+        """Patient items queued now need not wait for company (someone waits for them)."""
+        self._impatient.set()
 
     async def _run(self) -> None:
         while True:
             first = await self._queue.get()
             if first is None:
                 return
-            if self._queue.empty() and self._linger_s > 0:
+            if first.patient and self._patience_s > 0:
+                await self._wait_for_company()
+            elif self._queue.empty() and self._linger_s > 0:
                 # Give producers that are already on their way a chance to share this commit.
                 await asyncio.sleep(self._linger_s)
+            self._impatient.clear()  # whatever set it is in this batch ...
             batch, stop = self._drain(first)
+            if not self._queue.empty():
+                self._impatient.set()  # ... or a full batch is waiting: no need to wait
             await self._commit(batch)
             if stop:
                 return
+
+    async def _wait_for_company(self) -> None:
+        if self._impatient.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._impatient.wait(), self._patience_s)
 
     def _drain(self, first: _Pending[T, R]) -> tuple[list[_Pending[T, R]], bool]:
         batch = [first]

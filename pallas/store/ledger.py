@@ -1,7 +1,10 @@
 """The audit ledger writer, and the few turn facts that are written with it.
 
 Everything goes through one group commit, so a burst of gate decisions costs a handful of
-transactions. `write` waits for the commit; `record` does not (a failure is logged).
+transactions. `write` waits for the commit; `record` does not (a failure is logged);
+`record_soon` does not either, and lets its ops wait up to RECORD_SOON_S for company, so that
+at a slow, steady pace the gate's decisions do not cost a transaction each. Order is kept:
+anything written or recorded after them commits with them or later.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.audit import EventKind
-from pallas.store.group_commit import GroupCommitter
+from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.models import Event, Message, StreamState
 from pallas.store.sql import upsert
 from pallas.store.timeline import Clock, utc_now
@@ -57,6 +60,12 @@ class SuppressMessage:
 LedgerOp = LedgerEvent | ConsumeMessages | SetFollowUpDeclined | SuppressMessage
 
 
+# How long `record_soon` ops may wait for others to share their transaction. A crash in that
+# window loses them: only for facts whose loss start-up repairs (the gate re-decides a
+# message that has no decision).
+RECORD_SOON_S = 0.1
+
+
 class LedgerWriter:
     def __init__(
         self,
@@ -68,9 +77,9 @@ class LedgerWriter:
         self._engine = engine
         self._clock = clock
         self._committer: GroupCommitter[LedgerOp, None] = GroupCommitter(
-            "ledger writer", self._apply, write_lock=write_lock
+            "ledger writer", self._apply, patience_s=RECORD_SOON_S, write_lock=write_lock
         )
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Future[None]] = set()
 
     def start(self) -> None:
         self._committer.start()
@@ -86,19 +95,32 @@ class LedgerWriter:
 
     async def flush(self) -> None:
         """Wait until everything recorded so far is committed (or its failure logged)."""
+        self._committer.hurry()
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     def record(self, *ops: LedgerOp) -> None:
         """Queue the ops without waiting; a failed commit is logged, never raised here."""
-        task = asyncio.create_task(self.write(*ops))
-        self._background.add(task)
-        task.add_done_callback(self._forget)
+        self._queue(ops, patient=False)
 
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("ledger record lost: {!r}", task.exception())
+    def record_soon(self, *ops: LedgerOp) -> None:
+        """As `record`, but the ops may wait up to RECORD_SOON_S for company (see above)."""
+        self._queue(ops, patient=True)
+
+    def _queue(self, ops: Sequence[LedgerOp], *, patient: bool) -> None:
+        for op in ops:
+            try:
+                future = self._committer.enqueue(op, patient=patient)
+            except WriterClosedError as exc:
+                logger.error("ledger record lost: {!r}", exc)
+                continue
+            self._background.add(future)
+            future.add_done_callback(self._forget)
+
+    def _forget(self, future: asyncio.Future[None]) -> None:
+        self._background.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            logger.error("ledger record lost: {!r}", future.exception())
 
     async def _apply(self, ops: Sequence[LedgerOp]) -> list[None]:
         now = self._clock()

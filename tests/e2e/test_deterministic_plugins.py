@@ -261,7 +261,11 @@ async def test_the_owner_asks_why_a_line_was_not_answered_and_gets_the_gate_rule
 ) -> None:
     chatter = napcat.group_message(8501, 141, "今天天气不错")
     await napcat.send_event(chatter)
-    await wait_for(lambda: timeline.events("gate_dropped"), what="the gate's decision")
+    [row] = await wait_for(lambda: timeline.messages(chatter["message_id"]), what="the line")
+    await wait_for(
+        lambda: [e for e in timeline.events("gate_dropped") if e["message_id"] == row["id"]],
+        what="the gate's decision on this line",
+    )
     await say(napcat, timeline, 8501, 142, "/why")  # not an owner: ordinary chat
     await say(napcat, timeline, 8501, OWNER, [reply(chatter["message_id"]), text("/why")])
     [call] = await sends(napcat, 1)

@@ -38,3 +38,34 @@ async def test_sqlite_is_tuned_and_its_folder_created(tmp_path: Path) -> None:
     await engine.dispose()
     assert (journal, foreign_keys, busy) == ("wal", 1, 5000)
     assert version == "0009"
+
+
+def test_the_known_head_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    from pallas.store.migrate import HEAD_REVISION, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
+
+
+def test_a_store_already_at_head_starts_without_loading_alembic(tmp_path: Path) -> None:
+    # Run in fresh interpreters: this one has Alembic loaded by the tests above.
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, sys\n"
+        "from pallas.store.engine import create_engine\n"
+        "from pallas.store.migrate import upgrade_to_head\n"
+        f"engine = create_engine('sqlite+aiosqlite:///{tmp_path / 'h.db'}')\n"
+        "asyncio.run(upgrade_to_head(engine))\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs == ["True", "False"]  # the first start migrates; the second has nothing to do

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 from nonebot.adapters.onebot.v11.bot import _check_at_me, _check_nickname
-from nonebot.drivers import URL, WebSocket, WebSocketServerSetup
+from nonebot.drivers import URL, Driver, WebSocket, WebSocketServerSetup
 from nonebot.exception import WebSocketClosed
 from nonebot.message import handle_event
 from typing_extensions import override
@@ -47,6 +48,9 @@ from pallas.platform.onebot.frames import (
 
 REVERSE_WS_PATHS = ("/onebot/v11/ws", "/onebot/v11/ws/", "/onebot/v11/")
 FRAME_TOO_BIG = 1009  # WebSocket close code for a message over the server's size limit
+# Events handled at once; a flood beyond it waits as raw frames (about a tenth of the memory
+# of an event being handled), in arrival order.
+MAX_EVENTS_IN_FLIGHT = 256
 
 
 # Called with each event before NoneBot sees it; returns False to stop the event there.
@@ -95,6 +99,13 @@ class PallasOneBotAdapter(Adapter):
     """
 
     inbound_hook: InboundHook | None = None
+    # Raw frames whose events wait for a free handling slot, oldest first (see _dispatch_frame).
+    _waiting: deque[tuple[PallasBot, str | bytes, int]]
+
+    @override
+    def __init__(self, driver: Driver, **kwargs: Any) -> None:
+        super().__init__(driver, **kwargs)
+        self._waiting = deque()
 
     def set_inbound_hook(self, hook: InboundHook) -> None:
         self.inbound_hook = hook
@@ -160,13 +171,34 @@ class PallasOneBotAdapter(Adapter):
                 log.opt(exception=exc).error("bot {}: frame handling failed", bot.self_id)
 
     def _dispatch_frame(self, bot: PallasBot, data: str | bytes) -> None:
-        event = read_event_frame(data, bot.self_id, now_s=int(time.time()))
+        """Start handling the frame's event, or, with MAX_EVENTS_IN_FLIGHT already being
+        handled, queue the raw frame behind the others. API results never wait: a handler in
+        flight may be waiting for one."""
+        arrived_s = int(time.time())
+        if (self._waiting or len(self.tasks) >= MAX_EVENTS_IN_FLIGHT) and not _is_result(data):
+            self._waiting.append((bot, data, arrived_s))
+            return
+        self._start(bot, data, arrived_s)
+
+    def _start(self, bot: PallasBot, data: str | bytes, arrived_s: int) -> None:
+        event = read_event_frame(data, bot.self_id, now_s=arrived_s)
         if event is None:
             return  # an API result, handed to the call waiting for it
         task = asyncio.create_task(bot.handle_event(event))
-        task.add_done_callback(self.tasks.discard)
-        task.add_done_callback(_log_failure)
+        task.add_done_callback(self._handled)
         self.tasks.add(task)
+
+    def _handled(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        _log_failure(task)
+        while self._waiting and len(self.tasks) < MAX_EVENTS_IN_FLIGHT:
+            bot, data, arrived_s = self._waiting.popleft()
+            try:
+                self._start(bot, data, arrived_s)
+            except FrameError as exc:
+                log.warning("bot {}: frame ignored: {}", bot.self_id, exc)
+            except Exception as exc:
+                log.opt(exception=exc).error("bot {}: frame handling failed", bot.self_id)
 
     @classmethod
     @override
@@ -236,6 +268,15 @@ def _with_message_built(payload: dict[str, Any]) -> dict[str, Any]:
         return payload  # a CQ-code string or something odd: NoneBot's own path decides
     segments = (MessageSegment(type=part["type"], data=part.get("data", {})) for part in parts)
     return payload | {"message": Message(segments)}
+
+
+def _is_result(data: str | bytes) -> bool:
+    """Whether the frame is an API result (a JSON object without `post_type`)."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError):  # read in its turn, where such frames are repaired
+        return False
+    return isinstance(payload, dict) and "post_type" not in payload
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

@@ -71,7 +71,7 @@ class Admission:
         request = gate_request(asker, facts, activity, policy, now)
         disposition = decide_disposition(request, policy)
         # The audit keeps what the gate saw, e.g. that a forced @ arrived during quiet hours.
-        deps.ledger.record(_gate_event(stored, facts, disposition, asleep=request.asleep))
+        deps.ledger.record_soon(_gate_event(stored, facts, disposition, asleep=request.asleep))
         if disposition.passes:
             deps.turn_buffers.submit(
                 Admitted(stored, facts, disposition), private=msg.stream.kind is StreamKind.PRIVATE

@@ -62,7 +62,7 @@ async def settle(runtime: Runtime) -> None:
     """Let turns finish and the ledger commit what it queued."""
     await until(lambda: not runtime.turn_buffers.running)
     await asyncio.sleep(0.05)
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
 
 
 async def events(engine: AsyncEngine, kind: str) -> list[Event]:
@@ -280,7 +280,7 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
     waiting = [await say(runtime, message(t, stream=stream, user_id="88")) for t in ("二", "三")]
     stale = await say(runtime, message("四", stream=group("g11"), user_id="89", mentions=(BOT_ID,)))
     await until(lambda: len(first.turns) == 2)  # the group @ got its own turn
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
     async with runtime.engine.begin() as conn:  # make the group message old, and unconsumed
         await conn.execute(
             update(Message)
@@ -330,7 +330,7 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     await until(lambda: first.turns)  # the stream is busy with this turn
     await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
     waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
     await runtime.turn_buffers.stop(grace_s=0)
     await runtime.writer.close()
     await runtime.ledger.close()

@@ -43,7 +43,7 @@ async def stuck_turn(tmp_path: Path, url: str, msg: InboundMessage) -> tuple[Run
     runtime = await start_runtime(tmp_path, url, recorder)
     message_id = await say(runtime, msg)
     await until(lambda: recorder.turns)
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
     return runtime, recorder.turns[0], message_id
 
 
@@ -75,7 +75,7 @@ async def test_a_cut_off_direct_call_runs_once_more_then_is_given_up(
     recorder.block = asyncio.Event()  # the retry is cut off too
     await until(lambda: recorder.turns)
     assert [m.message_id for m in recorder.turns[0].messages] == [message_id]
-    await second.ledger.write()
+    await second.ledger.flush()
     await crash(second)
     third, last = await restart(tmp_path, store_url)
     try:
@@ -101,7 +101,7 @@ async def test_a_cut_off_unsolicited_turn_is_given_up(tmp_path: Path, store_url:
     await until(lambda: recorder.turns)
     cut = recorder.turns[0]
     assert not cut.disposition.is_direct_call
-    await runtime.ledger.write()
+    await runtime.ledger.flush()
     async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, second):
         await settle(again)
         assert second.turns == []
