@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_US = timedelta(microseconds=1)
 HORIZON = timedelta(hours=1)  # the longest window any gate knob looks back over
 MAX_SIGHTINGS = 500
 
@@ -25,11 +27,26 @@ class Sighting:
     mentioned_me: bool = False
     poked_me: bool = False
     replied_to_me: bool = False
+    # `at` in whole microseconds since the epoch: the gate ages hundreds of sightings per
+    # message, and integer arithmetic is several times cheaper than datetime arithmetic.
+    us: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "us", epoch_us(self.at))
 
     @property
     def direct(self) -> bool:
         """Addressed to the bot by @, poke or reply."""
         return self.mentioned_me or self.poked_me or self.replied_to_me
+
+
+def epoch_us(at: datetime) -> int:
+    return (at - EPOCH) // ONE_US
+
+
+def age_s(now_us: int, sighting: Sighting) -> float:
+    """Seconds from the sighting to now: the same float as `(now - at).total_seconds()`."""
+    return (now_us - sighting.us) / 1_000_000
 
 
 class StreamActivity:

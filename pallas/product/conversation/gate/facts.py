@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pallas.core.inbound import InboundMessage, StreamKind
-from pallas.product.conversation.gate.activity import StreamActivity
+from pallas.product.conversation.gate.activity import StreamActivity, age_s, epoch_us
 from pallas.product.conversation.gate.gate import AmbientChance, GateRequest
 from pallas.product.conversation.gate.policy import GatePolicy, is_quiet_time
 from pallas.product.conversation.gate.signals import (
@@ -60,9 +60,9 @@ def read_message(msg: InboundMessage, names: Sequence[str], replied_to_bot: bool
 
 def count_pokes(activity: StreamActivity, now: datetime, policy: GatePolicy) -> int:
     """Pokes at the bot in the window, this one included (the activity already holds it)."""
-    count = 0
+    count, now_us = 0, epoch_us(now)
     for s in reversed(activity.sightings):  # in arrival order: stop at the window's edge
-        if (now - s.at).total_seconds() > policy.poke_window_s:
+        if age_s(now_us, s) > policy.poke_window_s:
             break
         count += s.poked_me
     return count
@@ -153,8 +153,9 @@ def _scan(activity: StreamActivity, asker: Asker, now: datetime, policy: GatePol
         policy.hot_window_s,
         policy.natural_window_s,
     )
+    now_us = epoch_us(now)
     for s in reversed(activity.sightings):
-        age = (now - s.at).total_seconds()
+        age = age_s(now_us, s)
         if age > horizon:
             break
         if s.from_bot:
