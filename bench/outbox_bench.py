@@ -20,7 +20,11 @@ includes each send's share of its batch's two SQLite updates (`sending`, `sent`;
 different conversations that may go now are sent together), its ledger event and the heads
 queries.
 
-Both parts check every send against the database: each sent row was sent once, with its own
+Part 3 times `heads()` (and its SQL alone) with 1,000, 10,000 and 50,000 rows open behind
+20,000 sent ones: the statement skips from chat to chat along the open rows' partial index, so
+its time should not grow with the backlog.
+
+Parts 1 and 2 check every send against the database: each sent row was sent once, with its own
 text, in its conversation, in id order within the conversation, and never while disconnected.
 
 Run from the repository root: `.venv/bin/python bench/outbox_bench.py [--replies 2000]
@@ -54,7 +58,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from loguru import logger  # noqa: E402
-from sqlalchemy import event, func, select  # noqa: E402
+from sqlalchemy import event, func, insert, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
@@ -818,6 +822,65 @@ def report_drain(r: DrainResult) -> None:
 # Entry ----------------------------------------------------------------------------------------
 
 
+# Part 3: heads() against the depth of the backlog ------------------------------------------
+
+DEPTHS = (1_000, 10_000, 50_000)  # open rows, spread over the groups, behind 20,000 sent ones
+
+
+async def heads_at_depths(path: Path, plan: Plan) -> list[tuple[int, float, float]]:
+    """(open rows, heads() p50 ms, its SQL through plain sqlite3 p50 ms) per depth. Rows are
+    inserted directly (queueing 50,000 replies one by one would take minutes)."""
+    rig = await open_rig(path, PERMISSIVE, plan)
+    rng, now, figures, open_rows = random.Random(SEED), utc_now(), [], 0
+    try:
+        await insert_rows(rig, 20_000, "sent", rng, now)
+        for depth in DEPTHS:
+            await insert_rows(rig, depth - open_rows, "pending", rng, now)
+            open_rows = depth
+            timed = []
+            for _ in range(HEADS_CALLS):
+                t0 = time.perf_counter()
+                await rig.store.heads()
+                timed.append((time.perf_counter() - t0) * 1000)
+            queued = Queued(0.0, 0.0, depth, Counter(), 0)
+            await time_plain_heads(rig, queued)
+            plain = percentile(sorted(queued.plain_heads_ms), 50)
+            figures.append((depth, percentile(sorted(timed), 50), plain))
+    finally:
+        await close_rig(rig)
+    return figures
+
+
+async def insert_rows(rig: Rig, count: int, status: str, rng: random.Random, now: datetime) -> None:
+    streams = list(rig.streams.values())
+    rows = [
+        {
+            "stream_id": rng.choice(streams),
+            "kind": "message",
+            "payload": {"segments": [{"type": "text", "data": {"text": make_bubble(rng)}}]},
+            "direct": False,
+            "status": status,
+            "attempts": 0,
+            "not_before": now,
+            "created_at": now,
+            "updated_at": now,
+            "last_error": "",
+        }
+        for _ in range(count)
+    ]
+    async with rig.engine.begin() as conn:
+        await conn.execute(insert(OutboxItem), rows)
+
+
+def report_depths(figures: list[tuple[int, float, float]]) -> None:
+    print("\n-- part 3: heads() against the backlog's depth (20,000 sent rows before it) --")
+    for depth, whole, plain in figures:
+        print(
+            f"  {depth:>6} rows open: heads() p50 {fmt(whole, 3)} ms; its SQL alone through "
+            f"plain sqlite3 p50 {fmt(plain, 3)} ms"
+        )
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--replies", type=int, default=2_000, help="queued replies")
@@ -846,6 +909,7 @@ def main() -> None:
         report_paced(paced)
         drain = runner(run_drain(Path(tmp) / "drain.db", plan))
         report_drain(drain)
+        report_depths(runner(heads_at_depths(Path(tmp) / "depth.db", plan)))
     for line in logged[:5]:
         print(f"  [log] {line}")
     if len(logged) > 5:
