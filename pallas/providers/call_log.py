@@ -11,12 +11,16 @@ reduced to their length) and hands it to a daemon thread; the disk is touched on
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
+import os
 import queue
 import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -267,6 +271,62 @@ def _base_name(key: StartKey) -> str:
     return f"llm-{stamp}" if clash == 0 else f"llm-{stamp}-{clash}"
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _AppendFile:
+    """The current file, kept open between batches (writer thread only).
+
+    Checked by name before each batch (one stat): a removed or replaced file is noticed and
+    reopened, not written into the void; the directory is recreated if it went away.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path: Path | None = None
+        self._directory = directory
+        self._raw: io.FileIO | None = None
+        self._identity: tuple[int, int] = (0, 0)  # (device, inode) of the open file
+
+    def size_by_name(self) -> int:
+        """The current size of the file at `path`, (re)opening it when it is not ours."""
+        assert self.path is not None
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            found = None
+        if found is None or self._raw is None or (found.st_dev, found.st_ino) != self._identity:
+            return self._reopen()
+        return found.st_size
+
+    def write(self, data: bytes) -> None:
+        assert self._raw is not None
+        view = memoryview(data)
+        while view:  # a raw write may be short
+            written = self._raw.write(view)
+            if not written:
+                raise OSError(f"cannot append to {self.path}")
+            view = view[written:]
+
+    def close(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            with contextlib.suppress(OSError):  # unbuffered: nothing can be lost here
+                raw.close()
+
+    def _reopen(self) -> int:
+        assert self.path is not None
+        self.close()
+        self._directory.mkdir(parents=True, exist_ok=True)
+        self._raw = io.FileIO(self.path, "a")
+        found = os.fstat(self._raw.fileno())
+        self._identity = (found.st_dev, found.st_ino)
+        return found.st_size
+
+
 class _Stop:
     """Queue sentinel: the writer thread ends."""
 
@@ -295,7 +355,10 @@ class CallLog:
         self._max_part_chars = max_part_chars
         self._max_record_chars = max_record_chars
         self._path: Path | None = None
-        self._queue: queue.SimpleQueue[CallRecord | threading.Event | _Stop] = queue.SimpleQueue()
+        self._file = _AppendFile(self._directory)
+        self._queue: queue.SimpleQueue[bytes | threading.Event | _Stop] = queue.SimpleQueue()
+        self._pending: list[bytes] = []  # rendered, not yet handed to the thread
+        self._handover_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # makes open/close and enqueueing agree
         self._closed = False
@@ -314,6 +377,7 @@ class CallLog:
             if self._path is not None:
                 return self._path
             self._path = self._prepare()
+            self._file.path = self._path
             if self._closed:  # closed before it was opened: nothing will be written
                 return self._path
             self._thread = threading.Thread(
@@ -323,26 +387,24 @@ class CallLog:
             return self._path
 
     def write(self, record: CallRecord) -> None:
-        """Enqueue; dropped silently before `open` and after `close`.
+        """Render and queue; dropped silently before `open` and after `close`.
 
-        Rendering happens on the writer thread, so the message list is copied here: a caller
-        that appends to it for its next round must not change what this call logs.
+        Rendered here, not on the writer thread: the record is still warm in the cache, and
+        the text cannot change when the caller appends to its message list for the next round.
         """
         if self._thread is None or self._closed:
             return
-        snapshot = record
-        if not isinstance(record.input_messages, tuple):
-            snapshot = replace(record, input_messages=tuple(record.input_messages))
-        with self._lock:
-            if not self._closed:
-                self._queue.put(snapshot)
+        text = self._render(record)
+        if text:
+            self._enqueue(text)
 
     def flush(self, timeout: float = 10.0) -> None:
-        """Block until everything enqueued so far is written (or `timeout` passes)."""
+        """Block until everything written so far is on disk (or `timeout` passes)."""
         done = threading.Event()
         with self._lock:
             if self._thread is None or self._closed:
                 return
+            self._hand_over_locked()
             self._queue.put(done)
         done.wait(timeout)
 
@@ -353,9 +415,35 @@ class CallLog:
                 return
             self._closed = True
             thread = self._thread
+            self._hand_over_locked()
             self._queue.put(_Stop())
         if thread is not None:
             thread.join(timeout=10.0)
+
+    def _enqueue(self, text: bytes) -> None:
+        loop = _running_loop()
+        with self._lock:
+            if self._closed:
+                return
+            self._pending.append(text)
+            if len(self._pending) > 1 and loop is not None and self._handover_loop is loop:
+                return  # the hand-over already scheduled takes this one too
+            self._handover_loop = loop
+        if loop is None:
+            self._hand_over()
+        else:
+            # Woken when the loop next turns, the thread takes the GIL mostly while the loop
+            # waits on I/O instead of in the middle of the caller's work.
+            loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            self._hand_over_locked()
+
+    def _hand_over_locked(self) -> None:
+        pending, self._pending = self._pending, []
+        for text in pending:
+            self._queue.put(text)
 
     # -- start-up (the caller's thread, once) --------------------------------------
 
@@ -392,41 +480,40 @@ class CallLog:
         while True:
             items = [self._queue.get()]
             # A burst of calls becomes one write: fewer syscalls, less GIL traffic with the loop.
-            time.sleep(self._linger_s)
-            while True:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            if self._linger_s > 0:  # sleep(0) would only hand the GIL back and forth
+                time.sleep(self._linger_s)
+            while not self._queue.empty():  # the only consumer: get_nowait cannot fail
+                items.append(self._queue.get_nowait())
             if not self._handle(items):
                 return
 
-    def _handle(self, items: list[CallRecord | threading.Event | _Stop]) -> bool:
+    def _handle(self, items: list[bytes | threading.Event | _Stop]) -> bool:
         """Write the texts in order; settle flush events after what precedes them."""
         texts: list[bytes] = []
         for item in items:
-            if isinstance(item, CallRecord):
-                texts.extend(self._render(item))
+            if isinstance(item, bytes):
+                texts.append(item)
                 continue
             self._write(texts)
             texts = []
             if isinstance(item, _Stop):
+                self._file.close()
                 return False
             item.set()
         self._write(texts)
         return True
 
-    def _render(self, record: CallRecord) -> list[bytes]:
+    def _render(self, record: CallRecord) -> bytes:
         try:
             text = render_record(
                 record,
                 max_part_chars=self._max_part_chars,
                 max_record_chars=self._max_record_chars,
             )
-        except Exception as exc:  # a malformed record must not stop the writer
+        except Exception as exc:  # a malformed record must not reach the caller
             logger.warning("LLM call log: cannot render a {} call: {!r}", record.model, exc)
-            return []
-        return [text.encode("utf-8", errors="replace")]
+            return b""
+        return text.encode("utf-8", errors="replace")
 
     def _write(self, texts: list[bytes]) -> None:
         if not texts:
@@ -434,30 +521,24 @@ class CallLog:
         try:
             self._append(texts)
         except Exception as exc:  # the thread must outlive any one failure
+            self._file.close()  # reopened by name on the next batch
             self._report(exc)
         else:
             self._recovered()
 
     def _append(self, texts: list[bytes]) -> None:
-        assert self._path is not None
-        # Recreated if someone removed it while we run.
-        self._directory.mkdir(parents=True, exist_ok=True)
-        try:
-            size = self._path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        # Opened per batch: a removed or replaced file is noticed, not written into the void.
-        file = self._path.open("ab")
-        try:
-            for data in texts:
-                if size > 0 and size + len(data) > self._max_bytes:
-                    file.close()
-                    self._rotate()
-                    file, size = self._path.open("ab"), 0
-                file.write(data)
-                size += len(data)
-        finally:
-            file.close()
+        size = self._file.size_by_name()
+        batch: list[bytes] = []
+        for data in texts:
+            if size > 0 and size + len(data) > self._max_bytes:
+                self._file.write(b"".join(batch))
+                batch = []
+                self._file.close()
+                self._rotate()
+                size = self._file.size_by_name()
+            batch.append(data)
+            size += len(data)
+        self._file.write(b"".join(batch))
 
     def _piece(self, number: int) -> Path:
         assert self._path is not None

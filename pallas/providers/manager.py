@@ -21,7 +21,13 @@ from loguru import logger
 from openai import AsyncOpenAI
 
 from pallas.providers.call_log import CallLog, CallRecord, summary_line
-from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
+from pallas.providers.catalog import (
+    DETERMINISTIC_TYPES,
+    Catalog,
+    ModelSpec,
+    ModelType,
+    ProviderSpec,
+)
 from pallas.providers.errors import AttemptFailure, NoModelError
 from pallas.providers.estimate import estimate_tokens, message_text
 from pallas.providers.failover import FailoverPlan, Pause, Try
@@ -83,6 +89,9 @@ class ModelManager:
         self._key_turns: dict[str, Iterator[int]] = {
             p.name: itertools.cycle(range(len(p.api_keys))) for p in catalog.providers
         }
+        # The catalog is frozen: per-call lookups are answered from these.
+        self._providers = {p.name: p for p in catalog.providers}
+        self._of_type: dict[tuple[ModelType, bool], tuple[ModelSpec, ...]] = {}
 
     # -- what is available ------------------------------------------------------------
 
@@ -111,16 +120,7 @@ class ModelManager:
             if spec is None:
                 raise NoModelError(f"no model registered under the name {model!r}")
             return [spec]
-        specs = self.catalog.of_type(model_type)
-        if not specs:
-            raise NoModelError(
-                f"no model registered for type {model_type.value}; "
-                f"add one with `types: [{model_type.value}]` in the providers file"
-            )
-        if needs_tools:
-            specs = tuple(s for s in specs if s.tool_calling)
-            if not specs:
-                raise NoModelError(f"no {model_type.value} model supports native tool calling")
+        specs = self._specs(model_type, needs_tools)
         if len(specs) == 1:
             return list(specs)
         names = order_candidates(
@@ -131,6 +131,23 @@ class ModelManager:
         )
         by_name = {s.name: s for s in specs}
         return [by_name[name] for name in names]
+
+    def _specs(self, model_type: ModelType, needs_tools: bool) -> tuple[ModelSpec, ...]:
+        specs = self._of_type.get((model_type, needs_tools))
+        if specs is not None:
+            return specs
+        specs = self.catalog.of_type(model_type)
+        if not specs:
+            raise NoModelError(
+                f"no model registered for type {model_type.value}; "
+                f"add one with `types: [{model_type.value}]` in the providers file"
+            )
+        if needs_tools:
+            specs = tuple(s for s in specs if s.tool_calling)
+            if not specs:
+                raise NoModelError(f"no {model_type.value} model supports native tool calling")
+        self._of_type[(model_type, needs_tools)] = specs
+        return specs
 
     # -- calls ------------------------------------------------------------------------
 
@@ -150,12 +167,13 @@ class ModelManager:
                 continue
             spec, attempt = step.spec, self._start(step, model_type, tag)
             try:
+                provider = self._provider(spec.provider)
                 raw = await chat_once(
-                    self._client(spec.provider),
+                    self._client(provider),
                     spec.upstream,
                     _with_model_defaults(request, spec),
                     stream=spec.stream if stream is None else stream,
-                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
+                    timeout_s=provider.timeout_s,
                 )
             except Exception as exc:
                 plan.failed(
@@ -177,11 +195,9 @@ class ModelManager:
                 continue
             spec, attempt = step.spec, self._start(step, ModelType.EMBEDDING, tag)
             try:
+                provider = self._provider(spec.provider)
                 raw = await embed_once(
-                    self._client(spec.provider),
-                    spec.upstream,
-                    texts,
-                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
+                    self._client(provider), spec.upstream, texts, timeout_s=provider.timeout_s
                 )
             except Exception as exc:
                 plan.failed(self._attempt_failed(attempt, exc, texts=texts), spec.provider)
@@ -214,7 +230,7 @@ class ModelManager:
         self._log(
             CallRecord(
                 **_record_base(attempt, "ok", latency),
-                input_messages=tuple(request.messages),
+                input_messages=request.messages,  # rendered at once: no copy needed
                 tool_names=[_tool_name(tool) for tool in request.tools],
                 output_text=raw.text,
                 output_tool_calls=[(call.name, call.arguments) for call in raw.tool_calls],
@@ -274,7 +290,7 @@ class ModelManager:
         self._log(
             CallRecord(
                 **_record_base(attempt, kind.value, latency),
-                input_messages=tuple(messages),
+                input_messages=messages,
                 input_texts=texts,
                 error=detail,
             )
@@ -292,14 +308,16 @@ class ModelManager:
         except Exception as exc:  # a log problem must never surface in a model call
             logger.error("model call not logged: {!r}", exc)
 
-    def _client(self, provider_name: str) -> AsyncOpenAI:
+    def _provider(self, name: str) -> ProviderSpec:
+        return self._providers.get(name) or self.catalog.provider(name)
+
+    def _client(self, provider: ProviderSpec) -> AsyncOpenAI:
         # Several keys on one provider take turns, call by call.
-        provider = self.catalog.provider(provider_name)
-        index = next(self._key_turns[provider_name])
-        client = self._clients.get((provider_name, index))
+        index = next(self._key_turns[provider.name])
+        client = self._clients.get((provider.name, index))
         if client is None:
             client = build_client(provider, provider.api_keys[index])
-            self._clients[(provider_name, index)] = client
+            self._clients[(provider.name, index)] = client
         return client
 
 

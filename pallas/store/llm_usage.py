@@ -45,7 +45,8 @@ class LlmUsageWriter:
     """Buffers rows for `linger_s` and commits them together.
 
     Accounting is never urgent, and a model call must not pay for a transaction: `record`
-    only appends to a list. A failed commit is logged with the number of rows it held.
+    only appends to a list. A batch whose commit fails is retried row by row, so one bad row
+    cannot take its neighbours down with it; a row that still fails is logged as lost.
     """
 
     def __init__(
@@ -100,10 +101,20 @@ class LlmUsageWriter:
 
     async def _commit(self, rows: list[LlmCallRow]) -> None:
         try:
-            async with self._write_lock, self._engine.begin() as conn:
-                await conn.execute(insert(LlmCall), [_values(row) for row in rows])
+            await self._insert(rows)
         except Exception as exc:  # accounting must never take a model call down with it
-            logger.opt(exception=exc).error("{} llm usage rows lost: {!r}", len(rows), exc)
+            if len(rows) == 1:
+                logger.opt(exception=exc).error("1 llm usage row lost: {!r}", exc)
+                return
+            logger.warning(
+                "{} llm usage rows failed together ({!r}); retrying one by one", len(rows), exc
+            )
+            for row in rows:
+                await self._commit([row])
+
+    async def _insert(self, rows: list[LlmCallRow]) -> None:
+        async with self._write_lock, self._engine.begin() as conn:
+            await conn.execute(insert(LlmCall), [_values(row) for row in rows])
 
 
 def _values(row: LlmCallRow) -> dict[str, object]:

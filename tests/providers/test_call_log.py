@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 from collections.abc import Callable, Iterator
@@ -391,6 +392,59 @@ def test_a_disk_error_is_reported_once_and_writing_resumes(
     log.flush()
     assert numbers_in(path) == [4]
     assert len(warnings) == 1
+
+
+def test_a_file_removed_or_replaced_between_writes_is_not_written_into_the_void(
+    make_log: MakeLog,
+) -> None:
+    log = make_log()
+    path = log.open()
+    log.write(numbered(1))
+    log.flush()
+    path.unlink()
+    log.write(numbered(2))
+    log.flush()
+    assert numbers_in(path) == [2]
+
+    moved = path.with_name("moved-away.log")
+    path.rename(moved)
+    path.write_text("", encoding="utf-8")  # another file takes the name
+    log.write(numbered(3))
+    log.flush()
+    assert numbers_in(moved) == [2]
+    assert numbers_in(path) == [3]
+
+
+def test_a_message_list_changed_after_the_write_does_not_change_the_record(
+    make_log: MakeLog,
+) -> None:
+    messages = [{"role": "user", "content": "first round"}]
+    log = make_log()
+    path = log.open()
+    log.write(replace(RECORD, input_messages=messages))
+    messages.append({"role": "assistant", "content": "second round"})
+    log.flush()
+
+    text = path.read_text(encoding="utf-8")
+    assert "first round" in text and "second round" not in text
+
+
+async def test_records_written_on_the_event_loop_reach_the_file_without_a_flush(
+    make_log: MakeLog,
+) -> None:
+    log = make_log()
+    path = log.open()
+    log.write(numbered(1))
+    log.write(numbered(2))
+    for _ in range(1_000):  # a liveness bound, not a speed check
+        if numbers_in(path) == [1, 2]:
+            break
+        await asyncio.sleep(0.01)
+    assert numbers_in(path) == [1, 2]
+
+    log.write(numbered(3))
+    log.close()  # before the loop turned again: close still writes it
+    assert numbers_in(path) == [1, 2, 3]
 
 
 def test_an_unexpected_message_shape_is_sized_not_dumped() -> None:
