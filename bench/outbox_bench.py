@@ -83,6 +83,7 @@ GROUP_BASE = 800_000  # group g is QQ group 800000 + g
 HOLD_S = 2.5  # disconnected after queueing: the dispatcher looks again every second
 HEADS_CALLS = 50  # timed `heads()` calls with the whole backlog open
 DRAIN_TIMEOUT_S = 600.0
+CPU_PER_BUBBLE_US = 400  # process CPU per sent bubble in the unpaced drain, at most
 EPS = 1e-6
 QUOTE_SHARE = 0.3  # replies whose first bubble quotes a message
 PERMISSIVE = DeliveryPolicy(
@@ -805,7 +806,8 @@ def report_drain(r: DrainResult) -> None:
     print(
         f"  process CPU {fmt(r.cpu_s, 3)} s: {fmt(r.cpu_s / max(n, 1) * 1e6, 0)} µs per message "
         "(its share of its batch's two updates and of the heads queries, its ledger event, "
-        "the loop)"
+        f"the loop)   target <= {CPU_PER_BUBBLE_US} µs "
+        f"{verdict(r.cpu_s / max(n, 1) * 1e6 <= CPU_PER_BUBBLE_US)}"
     )
     print(f"  {'(ms)':46}{'calls':>7}{'p50':>9}{'p99':>9}{'max':>9}")
     print(timing_row(f"heads() per tick, {r.queued.rows} -> 0 rows open", r.heads_ms))
