@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.models import Event
-
-
-class Commits:
-    """Counts the transactions the engine commits while attached."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.count = 0
-        self._target = engine.sync_engine
-        event.listen(self._target, "commit", self._on)
-
-    def _on(self, *_args: Any) -> None:
-        self.count += 1
-
-    def close(self) -> None:
-        event.remove(self._target, "commit", self._on)
+from tests.support.engine_events import EngineEvents
 
 
 def _event(reason: str) -> LedgerEvent:
@@ -41,7 +26,7 @@ async def _reasons(engine: AsyncEngine) -> list[str]:
 async def test_patient_records_a_moment_apart_share_one_transaction(engine: AsyncEngine) -> None:
     ledger = LedgerWriter(engine)
     ledger.start()
-    commits = Commits(engine)
+    commits = EngineEvents(engine, "commit")
     try:
         for n in range(3):
             ledger.record_soon(_event(f"soon-{n}"))
@@ -59,7 +44,7 @@ async def test_a_write_behind_patient_records_ends_their_wait_and_keeps_the_orde
 ) -> None:
     ledger = LedgerWriter(engine)
     ledger.start()
-    commits = Commits(engine)
+    commits = EngineEvents(engine, "commit")
     try:
         ledger.record_soon(_event("decided"))
         await ledger.write(_event("written"))

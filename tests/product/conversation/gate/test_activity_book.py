@@ -7,27 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.gate.activity_book import ActivityBook
 from pallas.store.timeline import MessageWritten, TimelineWriter
+from tests.support.engine_events import EngineEvents
 from tests.support.inbound import BOT_ID, group, message
-
-
-class Statements:
-    """Counts the statements the engine runs while attached."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.count = 0
-        self._target = engine.sync_engine
-        event.listen(self._target, "before_cursor_execute", self._on)
-
-    def _on(self, *_args: Any) -> None:
-        self.count += 1
-
-    def close(self) -> None:
-        event.remove(self._target, "before_cursor_execute", self._on)
 
 
 async def test_a_burst_into_a_cold_stream_shares_one_load_and_one_view(
@@ -37,7 +22,7 @@ async def test_a_burst_into_a_cold_stream_shares_one_load_and_one_view(
     written = await writer.write(message("早", stream=group("cold"), time=now))
     assert isinstance(written, MessageWritten)
     book = ActivityBook(engine)
-    statements = Statements(engine)
+    statements = EngineEvents(engine, "before_cursor_execute")
     try:
         views = await asyncio.gather(
             *(book.get(written.stream_id, BOT_ID, now) for _ in range(20))
