@@ -11,7 +11,6 @@ reduced to their length) and hands it to a daemon thread; the disk is touched on
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import os
@@ -271,13 +270,6 @@ def _base_name(key: StartKey) -> str:
     return f"llm-{stamp}" if clash == 0 else f"llm-{stamp}-{clash}"
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 class _AppendFile:
     """The current file, kept open between batches (writer thread only).
 
@@ -357,8 +349,6 @@ class CallLog:
         self._path: Path | None = None
         self._file = _AppendFile(self._directory)
         self._queue: queue.SimpleQueue[bytes | threading.Event | _Stop] = queue.SimpleQueue()
-        self._pending: list[bytes] = []  # rendered, not yet handed to the thread
-        self._handover_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # makes open/close and enqueueing agree
         self._closed = False
@@ -404,7 +394,6 @@ class CallLog:
         with self._lock:
             if self._thread is None or self._closed:
                 return
-            self._hand_over_locked()
             self._queue.put(done)
         done.wait(timeout)
 
@@ -415,35 +404,14 @@ class CallLog:
                 return
             self._closed = True
             thread = self._thread
-            self._hand_over_locked()
             self._queue.put(_Stop())
         if thread is not None:
             thread.join(timeout=10.0)
 
     def _enqueue(self, text: bytes) -> None:
-        loop = _running_loop()
         with self._lock:
-            if self._closed:
-                return
-            self._pending.append(text)
-            if len(self._pending) > 1 and loop is not None and self._handover_loop is loop:
-                return  # the hand-over already scheduled takes this one too
-            self._handover_loop = loop
-        if loop is None:
-            self._hand_over()
-        else:
-            # Woken when the loop next turns, the thread takes the GIL mostly while the loop
-            # waits on I/O instead of in the middle of the caller's work.
-            loop.call_soon(self._hand_over)
-
-    def _hand_over(self) -> None:
-        with self._lock:
-            self._hand_over_locked()
-
-    def _hand_over_locked(self) -> None:
-        pending, self._pending = self._pending, []
-        for text in pending:
-            self._queue.put(text)
+            if not self._closed:
+                self._queue.put(text)
 
     # -- start-up (the caller's thread, once) --------------------------------------
 
