@@ -21,13 +21,7 @@ from loguru import logger
 from openai import AsyncOpenAI
 
 from pallas.providers.call_log import CallLog, CallRecord, summary_line
-from pallas.providers.catalog import (
-    DETERMINISTIC_TYPES,
-    Catalog,
-    ModelSpec,
-    ModelType,
-    ProviderSpec,
-)
+from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
 from pallas.providers.errors import AttemptFailure, NoModelError
 from pallas.providers.estimate import estimate_tokens, message_text
 from pallas.providers.failover import FailoverPlan, Pause, Try
@@ -89,9 +83,6 @@ class ModelManager:
         self._key_turns: dict[str, Iterator[int]] = {
             p.name: itertools.cycle(range(len(p.api_keys))) for p in catalog.providers
         }
-        # The catalog is frozen: per-call lookups are answered from these.
-        self._providers = {p.name: p for p in catalog.providers}
-        self._of_type: dict[tuple[ModelType, bool], tuple[ModelSpec, ...]] = {}
 
     # -- what is available ------------------------------------------------------------
 
@@ -120,22 +111,6 @@ class ModelManager:
             if spec is None:
                 raise NoModelError(f"no model registered under the name {model!r}")
             return [spec]
-        specs = self._specs(model_type, needs_tools)
-        if len(specs) == 1:
-            return list(specs)
-        names = order_candidates(
-            [s.name for s in specs],
-            preferred=self._preferred.get(model_type),
-            deterministic=model_type in DETERMINISTIC_TYPES,
-            rng=self._deps.rng,
-        )
-        by_name = {s.name: s for s in specs}
-        return [by_name[name] for name in names]
-
-    def _specs(self, model_type: ModelType, needs_tools: bool) -> tuple[ModelSpec, ...]:
-        specs = self._of_type.get((model_type, needs_tools))
-        if specs is not None:
-            return specs
         specs = self.catalog.of_type(model_type)
         if not specs:
             raise NoModelError(
@@ -146,8 +121,16 @@ class ModelManager:
             specs = tuple(s for s in specs if s.tool_calling)
             if not specs:
                 raise NoModelError(f"no {model_type.value} model supports native tool calling")
-        self._of_type[(model_type, needs_tools)] = specs
-        return specs
+        if len(specs) == 1:
+            return list(specs)
+        names = order_candidates(
+            [s.name for s in specs],
+            preferred=self._preferred.get(model_type),
+            deterministic=model_type in DETERMINISTIC_TYPES,
+            rng=self._deps.rng,
+        )
+        by_name = {s.name: s for s in specs}
+        return [by_name[name] for name in names]
 
     # -- calls ------------------------------------------------------------------------
 
@@ -167,13 +150,12 @@ class ModelManager:
                 continue
             spec, attempt = step.spec, self._start(step, model_type, tag)
             try:
-                provider = self._provider(spec.provider)
                 raw = await chat_once(
-                    self._client(provider),
+                    self._client(spec.provider),
                     spec.upstream,
                     _with_model_defaults(request, spec),
                     stream=spec.stream if stream is None else stream,
-                    timeout_s=provider.timeout_s,
+                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
                 )
             except Exception as exc:
                 plan.failed(
@@ -195,9 +177,11 @@ class ModelManager:
                 continue
             spec, attempt = step.spec, self._start(step, ModelType.EMBEDDING, tag)
             try:
-                provider = self._provider(spec.provider)
                 raw = await embed_once(
-                    self._client(provider), spec.upstream, texts, timeout_s=provider.timeout_s
+                    self._client(spec.provider),
+                    spec.upstream,
+                    texts,
+                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
                 )
             except Exception as exc:
                 plan.failed(self._attempt_failed(attempt, exc, texts=texts), spec.provider)
@@ -308,16 +292,14 @@ class ModelManager:
         except Exception as exc:  # a log problem must never surface in a model call
             logger.error("model call not logged: {!r}", exc)
 
-    def _provider(self, name: str) -> ProviderSpec:
-        return self._providers.get(name) or self.catalog.provider(name)
-
-    def _client(self, provider: ProviderSpec) -> AsyncOpenAI:
+    def _client(self, provider_name: str) -> AsyncOpenAI:
         # Several keys on one provider take turns, call by call.
-        index = next(self._key_turns[provider.name])
-        client = self._clients.get((provider.name, index))
+        provider = self.catalog.provider(provider_name)
+        index = next(self._key_turns[provider_name])
+        client = self._clients.get((provider_name, index))
         if client is None:
             client = build_client(provider, provider.api_keys[index])
-            self._clients[(provider.name, index)] = client
+            self._clients[(provider_name, index)] = client
         return client
 
 
