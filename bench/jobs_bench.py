@@ -46,11 +46,11 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import asyncpg  # noqa: E402
-from loguru import logger  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
+from bench.logs import capture_warnings, print_logged  # noqa: E402
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
 from bench.stats import fmt, percentile, verdict  # noqa: E402
@@ -418,17 +418,12 @@ def run_all(args: argparse.Namespace, runner: Any) -> list[Result]:
 
 def main() -> None:
     args = parse_args()
-    logger.remove()
-    logged: list[str] = []
-    logger.add(lambda m: logged.append(str(m).rstrip()), level="WARNING")
+    logged = capture_warnings()
     loop_name, runner = pick_runner(args.loop)
     print(machine_line("at start", loop_name))
     print(f"jobs benchmark  {args.jobs} jobs, concurrency {args.concurrency}")
     results = run_all(args, runner)
-    for line in logged[:5]:
-        print(f"  [log] {line}")
-    if len(logged) > 5:
-        print(f"  [log] ... {len(logged) - 5} more warning/error line(s)")
+    print_logged(logged)
     print(f"\n{machine_line('at end', loop_name)}")
     sys.exit(1 if any(r.problems for r in results) else 0)
 

@@ -57,10 +57,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from loguru import logger  # noqa: E402
 from sqlalchemy import event, func, insert, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
+from bench.logs import capture_warnings, print_logged  # noqa: E402
 from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
 from bench.stats import fmt, percentile, verdict  # noqa: E402
@@ -899,9 +899,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    logger.remove()
-    logged: list[str] = []
-    logger.add(lambda m: logged.append(str(m).rstrip()), level="WARNING")
+    logged = capture_warnings()
     loop_name, runner = pick_runner(args.loop)
     plan = make_plan(args.replies, args.groups)
     print(machine_line("at start", loop_name))
@@ -912,10 +910,7 @@ def main() -> None:
         drain = runner(run_drain(Path(tmp) / "drain.db", plan))
         report_drain(drain)
         report_depths(runner(heads_at_depths(Path(tmp) / "depth.db", plan)))
-    for line in logged[:5]:
-        print(f"  [log] {line}")
-    if len(logged) > 5:
-        print(f"  [log] ... {len(logged) - 5} more warning/error line(s)")
+    print_logged(logged)
     print(f"\n{machine_line('at end', loop_name)}")
     problems = sum(paced.audit.problems.values()) + paced.queued.sent_while_held
     problems += drain_problems(drain) + drain.queued.sent_while_held
