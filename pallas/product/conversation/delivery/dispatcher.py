@@ -202,16 +202,16 @@ class OutboxDispatcher:
         await self._store.mark_sending([row.id for row in rows], began)
         outcomes = await asyncio.gather(*(self._attempt(row) for row in rows))
         now = self._clock()
-        confirmed = [(row, pid) for row, pid in zip(rows, outcomes, strict=True) if pid]
+        confirmed = [(row, pid) for row, pid in zip(rows, outcomes, strict=True) if pid is not None]
         if confirmed:
-            await self._store.mark_sent([(row.id, pid) for row, pid in confirmed], now)
+            await self._store.mark_sent([(r.id, pid) for r, pid in confirmed], now)
         for row, platform_id in confirmed:
             self._gate.confirmed(row.stream_id, self._monotonic())
             payload = {"outbox_id": row.id, "platform_message_id": platform_id}
             self._event(row, EventKind.DELIVERED, row.kind, payload)
-        for row, platform_id in zip(rows, outcomes, strict=True):
-            if not platform_id:
-                await self._failed(row, began, now)
+        unconfirmed = [row for row, pid in zip(rows, outcomes, strict=True) if pid is None]
+        for row in unconfirmed:
+            await self._failed(row, began, now)
 
     async def _attempt(self, row: OutboxRow) -> str | None:
         """One platform call under the send timeout: its id, or None (no receipt)."""
