@@ -43,14 +43,12 @@ class GroupCommitter(Generic[T, R]):
         apply: ApplyBatch[T, R],
         *,
         max_batch: int = 500,
-        linger_s: float = 0.0,
         patience_s: float = 0.0,
         write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._name = name
         self._apply = apply
         self._max_batch = max_batch
-        self._linger_s = linger_s
         self._patience_s = patience_s
         self._impatient = asyncio.Event()  # set when an item that may not wait is queued
         # SQLite has one writer at a time: committers sharing a database share this lock, so
@@ -96,9 +94,6 @@ class GroupCommitter(Generic[T, R]):
                 return
             if first.patient and self._patience_s > 0:
                 await self._wait_for_company()
-            elif self._queue.empty() and self._linger_s > 0:
-                # Give producers that are already on their way a chance to share this commit.
-                await asyncio.sleep(self._linger_s)
             self._impatient.clear()  # whatever set it is in this batch ...
             batch, stop = self._drain(first)
             if not self._queue.empty():

@@ -70,7 +70,6 @@ class TimelineWriter:
         *,
         clock: Clock = utc_now,
         max_batch: int = 500,
-        linger_s: float = 0.0,
         write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
@@ -82,7 +81,6 @@ class TimelineWriter:
             "timeline writer",
             self._apply,
             max_batch=max_batch,
-            linger_s=linger_s,
             write_lock=write_lock,
         )
 
