@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -310,4 +311,84 @@ class Job(Base):
     max_attempts: Mapped[int] = mapped_column(Integer, default=5)
     last_error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class MemoryEntry(Base):
+    """One thing worth knowing later (docs/memory.md): a person fact, a group entry, an
+    episode, or a behaviour the group taught. Never deleted by forgetting: its status says so."""
+
+    __tablename__ = "memory_entry"
+    __table_args__ = (
+        Index("ix_memory_entry_stream_id_kind_status", "stream_id", "kind", "status"),
+        Index("ix_memory_entry_person_id_status", "person_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))  # fact / episode / behavior
+    # Where it was learned; a person fact is shown elsewhere only with their consent.
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
+    person_id: Mapped[int | None] = mapped_column(Id, ForeignKey("person.id"))  # None: the group
+    text: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(32))  # extraction / correction / owner / ...
+    source_message_ids: Mapped[list[int]] = mapped_column(JSON)
+    taught_by: Mapped[int | None] = mapped_column(Id, ForeignKey("person.id"))
+    job_id: Mapped[int | None] = mapped_column(BigInteger)
+    confidence: Mapped[float] = mapped_column(Float)
+    reinforced: Mapped[int] = mapped_column(Integer, default=0)  # said again, merged in
+    status: Mapped[str] = mapped_column(String(16))  # active / forgotten / faded
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())  # decay counts from here
+    embedding_model: Mapped[str] = mapped_column(String(128), default="")
+    embedding_dim: Mapped[int] = mapped_column(Integer, default=0)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, little-endian
+
+
+class MemoryTerm(Base):
+    """The keyword index: CJK bigrams and whole Latin words (pallas/core/terms.py), filed
+    under the entry's owner ("p<person>" or "s<stream>") so recall reads only who is present."""
+
+    __tablename__ = "memory_term"
+
+    owner: Mapped[str] = mapped_column(String(24), primary_key=True)
+    term: Mapped[str] = mapped_column(String(32), primary_key=True)
+    entry_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("memory_entry.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class MemoryChange(Base):
+    """The memory's audit and undo log: every write, merge, correction and forgetting."""
+
+    __tablename__ = "memory_change"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    entry_id: Mapped[int] = mapped_column(Id, ForeignKey("memory_entry.id"), index=True)
+    action: Mapped[str] = mapped_column(String(16))  # created / merged / corrected / ...
+    actor: Mapped[str] = mapped_column(String(64))  # extraction job, a tool call, the owner
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    turn_id: Mapped[int | None] = mapped_column(BigInteger)
+    at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class MemoryConsent(Base):
+    """A person agreed that their facts may be used in every group (not only where learned)."""
+
+    __tablename__ = "memory_consent"
+
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    granted_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    message_id: Mapped[int | None] = mapped_column(BigInteger)  # where they said so
+
+
+class MemoryCursor(Base):
+    """How far the extraction has read a chat's timeline: the observation queue is what lies
+    after `last_message_id`."""
+
+    __tablename__ = "memory_cursor"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    last_message_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

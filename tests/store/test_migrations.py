@@ -7,7 +7,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
 from pallas.store.engine import create_engine
-from pallas.store.migrate import upgrade_to_head
+from pallas.store.migrate import HEAD_REVISION, upgrade_to_head
 from pallas.store.models import Base
 
 
@@ -37,7 +37,7 @@ async def test_sqlite_is_tuned_and_its_folder_created(tmp_path: Path) -> None:
         version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
     await engine.dispose()
     assert (journal, foreign_keys, busy) == ("wal", 1, 5000)
-    assert version == "0009"
+    assert version == HEAD_REVISION
 
 
 def test_the_known_head_is_alembics_head() -> None:

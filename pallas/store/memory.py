@@ -1,0 +1,539 @@
+"""The memory store: entries, their keyword index, the undo log, consent and cursors.
+
+Every change to an entry writes a `memory_change` row in the same transaction (who, what it
+was, what it became), so an owner can audit it and a correction can be undone. Forgetting
+never deletes a row: the entry's status says it is no longer recalled. See docs/memory.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from pallas.core.terms import index_terms, overlap
+from pallas.store.models import MemoryChange, MemoryConsent, MemoryCursor, MemoryEntry, MemoryTerm
+from pallas.store.sql import insert_ignoring_conflicts, upsert
+
+MAX_TEXT_CHARS = 300
+
+
+class MemoryKind(StrEnum):
+    FACT = "fact"  # about a person (person_id) or the group (person_id None)
+    EPISODE = "episode"  # a summary of a long session
+    BEHAVIOR = "behavior"  # how the group taught the bot to behave: guidance, not a fact
+
+
+class MemoryStatus(StrEnum):
+    ACTIVE = "active"
+    FORGOTTEN = "forgotten"  # someone asked; kept for the audit and for undo
+    FADED = "faded"  # decayed or pushed out by a cap
+
+
+@dataclass(frozen=True)
+class MemoryLimits:
+    facts_per_person: int = 100  # per person and chat
+    group_facts: int = 300  # per chat
+    episodes: int = 50  # per chat
+    behaviors: int = 30  # per chat
+    merge_overlap: float = 0.6  # term overlap at which a new entry is the same as an old one
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    kind: MemoryKind
+    stream_id: int
+    person_id: int | None
+    text: str
+    source: str  # extraction / owner / sticker_habit / ...
+    source_message_ids: tuple[int, ...] = ()
+    taught_by: int | None = None
+    job_id: int | None = None
+    confidence: float = 0.6
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: int
+    kind: MemoryKind
+    stream_id: int
+    person_id: int | None
+    text: str
+    source: str
+    source_message_ids: tuple[int, ...]
+    taught_by: int | None
+    job_id: int | None
+    confidence: float
+    reinforced: int
+    status: MemoryStatus
+    created_at: datetime
+    updated_at: datetime
+    last_seen_at: datetime
+    embedding_model: str
+    embedding_dim: int
+
+
+@dataclass(frozen=True)
+class Remembered:
+    entry_id: int
+    merged: bool  # the same thing was known already: reinforced, not added
+    faded: tuple[int, ...] = ()  # entries a cap pushed out to make room
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    id: int
+    entry_id: int
+    action: str
+    actor: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    turn_id: int | None
+    at: datetime
+
+
+_KEEP = object()
+_RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
+
+
+def owner_key(stream_id: int, person_id: int | None) -> str:
+    """Index rows are filed by whom they are about, so recall reads only who is present."""
+    return f"p{person_id}" if person_id is not None else f"s{stream_id}"
+
+
+def to_record(row: Any) -> MemoryRecord:
+    values = row._mapping
+    return MemoryRecord(
+        **{
+            **{c.name: values[c.name] for c in _RECORD_COLUMNS},
+            "kind": MemoryKind(values["kind"]),
+            "status": MemoryStatus(values["status"]),
+            "source_message_ids": tuple(values["source_message_ids"] or ()),
+        }
+    )
+
+
+def _snapshot(record: MemoryRecord) -> dict[str, Any]:
+    return {"text": record.text, "person_id": record.person_id, "status": record.status.value}
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        limits: MemoryLimits | None = None,
+        write_lock: asyncio.Lock | None = None,
+    ) -> None:
+        self._engine = engine
+        self.limits = limits or MemoryLimits()
+        self._lock = write_lock or asyncio.Lock()
+
+    # -- writing ------------------------------------------------------------------------
+
+    async def remember(
+        self,
+        items: Sequence[NewMemory],
+        now: datetime,
+        *,
+        actor: str,
+        turn_id: int | None = None,
+        cursor: tuple[int, int] | None = None,
+    ) -> list[Remembered]:
+        """Store (or merge) every item, and move a chat's extraction cursor, in one
+        transaction: a job that dies half-way left nothing behind and runs again."""
+        async with self._lock, self._engine.begin() as conn:
+            done = [await self._remember_one(conn, item, now, actor, turn_id) for item in items]
+            if cursor is not None:
+                await _move_cursor(conn, cursor[0], cursor[1], now)
+        return done
+
+    async def _remember_one(
+        self,
+        conn: AsyncConnection,
+        item: NewMemory,
+        now: datetime,
+        actor: str,
+        turn_id: int | None,
+    ) -> Remembered:
+        text = " ".join(item.text.split())[:MAX_TEXT_CHARS]
+        terms = index_terms(text)
+        same = await self._duplicate_of(conn, item, terms)
+        if same is not None:
+            await self._reinforce(conn, same, item, text, now, actor, turn_id)
+            return Remembered(same.id, merged=True)
+        faded = await self._make_room(conn, item, now)
+        entry_id = await self._insert(conn, item, text, now)
+        await _index(conn, entry_id, owner_key(item.stream_id, item.person_id), terms)
+        await _log(conn, entry_id, "created", actor, None, {"text": text}, turn_id, now)
+        return Remembered(entry_id, merged=False, faded=faded)
+
+    async def _duplicate_of(
+        self, conn: AsyncConnection, item: NewMemory, terms: frozenset[str]
+    ) -> MemoryRecord | None:
+        for record in await _active(conn, item.stream_id, item.person_id, item.kind):
+            if record.text == item.text or overlap(terms, index_terms(record.text)) >= (
+                self.limits.merge_overlap
+            ):
+                return record
+        return None
+
+    async def _reinforce(
+        self,
+        conn: AsyncConnection,
+        old: MemoryRecord,
+        item: NewMemory,
+        text: str,
+        now: datetime,
+        actor: str,
+        turn_id: int | None,
+    ) -> None:
+        # The newer wording wins when it says more; the confidence grows with each repeat.
+        new_text = text if len(text) > len(old.text) else old.text
+        sources = tuple(dict.fromkeys((*old.source_message_ids, *item.source_message_ids)))[-20:]
+        await conn.execute(
+            update(MemoryEntry)
+            .where(MemoryEntry.id == old.id)
+            .values(
+                text=new_text,
+                confidence=min(1.0, max(old.confidence, item.confidence) + 0.1),
+                reinforced=MemoryEntry.reinforced + 1,
+                source_message_ids=list(sources),
+                last_seen_at=now,
+                updated_at=now,
+            )
+        )
+        if new_text != old.text:
+            await _reindex(conn, old.id, owner_key(old.stream_id, old.person_id), new_text)
+        await _log(
+            conn, old.id, "merged", actor, {"text": old.text}, {"text": new_text}, turn_id, now
+        )
+
+    async def _make_room(
+        self, conn: AsyncConnection, item: NewMemory, now: datetime
+    ) -> tuple[int, ...]:
+        """Past the cap for its place, the weakest entries there fade (lowest confidence,
+        then the longest unseen)."""
+        cap = self._cap(item)
+        active = await _active(conn, item.stream_id, item.person_id, item.kind)
+        excess = len(active) - cap + 1
+        if excess <= 0:
+            return ()
+        weakest = sorted(active, key=lambda r: (r.confidence, r.last_seen_at))[:excess]
+        ids = tuple(r.id for r in weakest)
+        await _set_status(conn, ids, MemoryStatus.FADED, now)
+        for record in weakest:
+            await _log(conn, record.id, "faded", "cap", _snapshot(record), None, None, now)
+        return ids
+
+    def _cap(self, item: NewMemory) -> int:
+        if item.kind is MemoryKind.BEHAVIOR:
+            return self.limits.behaviors
+        if item.kind is MemoryKind.EPISODE:
+            return self.limits.episodes
+        return (
+            self.limits.facts_per_person if item.person_id is not None else self.limits.group_facts
+        )
+
+    async def _insert(
+        self, conn: AsyncConnection, item: NewMemory, text: str, now: datetime
+    ) -> int:
+        result = await conn.execute(
+            insert(MemoryEntry)
+            .values(
+                kind=item.kind.value,
+                stream_id=item.stream_id,
+                person_id=item.person_id,
+                text=text,
+                source=item.source,
+                source_message_ids=list(item.source_message_ids),
+                taught_by=item.taught_by,
+                job_id=item.job_id,
+                confidence=max(0.0, min(1.0, item.confidence)),
+                reinforced=0,
+                status=MemoryStatus.ACTIVE.value,
+                created_at=now,
+                updated_at=now,
+                last_seen_at=now,
+                embedding_model="",
+                embedding_dim=0,
+            )
+            .returning(MemoryEntry.id)
+        )
+        return int(result.scalar_one())
+
+    # -- correcting and forgetting --------------------------------------------------------
+
+    async def correct(
+        self,
+        entry_id: int,
+        now: datetime,
+        *,
+        actor: str,
+        text: str | None = None,
+        person_id: Any = _KEEP,
+        turn_id: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change what an active entry says, or whom it is about; None if there is none."""
+        async with self._lock, self._engine.begin() as conn:
+            old = await _get(conn, entry_id)
+            if old is None or old.status is not MemoryStatus.ACTIVE:
+                return None
+            values: dict[str, Any] = {"updated_at": now, "last_seen_at": now}
+            if text is not None:
+                values["text"] = " ".join(text.split())[:MAX_TEXT_CHARS]
+                values["embedding"], values["embedding_model"], values["embedding_dim"] = (
+                    None,
+                    "",
+                    0,
+                )
+            if person_id is not _KEEP:
+                values["person_id"] = person_id
+            await conn.execute(update(MemoryEntry).where(MemoryEntry.id == entry_id).values(values))
+            new = await _get(conn, entry_id)
+            assert new is not None
+            await _reindex(conn, entry_id, owner_key(new.stream_id, new.person_id), new.text)
+            await _log(
+                conn, entry_id, "corrected", actor, _snapshot(old), _snapshot(new), turn_id, now
+            )
+            return new
+
+    async def forget(
+        self, entry_id: int, now: datetime, *, actor: str, turn_id: int | None = None
+    ) -> MemoryRecord | None:
+        async with self._lock, self._engine.begin() as conn:
+            old = await _get(conn, entry_id)
+            if old is None or old.status is not MemoryStatus.ACTIVE:
+                return None
+            await _set_status(conn, (entry_id,), MemoryStatus.FORGOTTEN, now)
+            await _log(conn, entry_id, "forgotten", actor, _snapshot(old), None, turn_id, now)
+            return await _get(conn, entry_id)
+
+    async def undo(self, change_id: int, now: datetime, *, actor: str) -> MemoryRecord | None:
+        """Put an entry back as it was before one change (a correction, a forgetting, a fade)."""
+        async with self._lock, self._engine.begin() as conn:
+            change = (
+                await conn.execute(select(MemoryChange).where(MemoryChange.id == change_id))
+            ).first()
+            if change is None or change.before is None:
+                return None
+            before = dict(change.before)
+            await conn.execute(
+                update(MemoryEntry)
+                .where(MemoryEntry.id == change.entry_id)
+                .values(
+                    text=before["text"],
+                    person_id=before["person_id"],
+                    status=before["status"],
+                    updated_at=now,
+                )
+            )
+            record = await _get(conn, change.entry_id)
+            assert record is not None
+            if record.status is MemoryStatus.ACTIVE:
+                await _reindex(
+                    conn, record.id, owner_key(record.stream_id, record.person_id), record.text
+                )
+            await _log(conn, record.id, "undone", actor, change.after, before, None, now)
+            return record
+
+    async def fade(self, entry_ids: Iterable[int], now: datetime, *, actor: str = "decay") -> int:
+        ids = tuple(entry_ids)
+        if not ids:
+            return 0
+        async with self._lock, self._engine.begin() as conn:
+            await _set_status(conn, ids, MemoryStatus.FADED, now)
+            for entry_id in ids:
+                await _log(conn, entry_id, "faded", actor, None, None, None, now)
+        return len(ids)
+
+    async def set_embedding(self, entry_id: int, model: str, vector: bytes, dim: int) -> None:
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(
+                update(MemoryEntry)
+                .where(MemoryEntry.id == entry_id)
+                .values(embedding=vector, embedding_model=model, embedding_dim=dim)
+            )
+
+    # -- consent and cursors ---------------------------------------------------------------
+
+    async def grant_consent(
+        self, person_id: int, now: datetime, message_id: int | None = None
+    ) -> None:
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(
+                upsert(
+                    conn,
+                    MemoryConsent.__table__,
+                    ["person_id"],
+                    {"person_id": person_id, "granted_at": now, "message_id": message_id},
+                )
+            )
+
+    async def revoke_consent(self, person_id: int) -> None:
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(delete(MemoryConsent).where(MemoryConsent.person_id == person_id))
+
+    async def consenting(self, person_ids: Iterable[int]) -> frozenset[int]:
+        ids = list(set(person_ids))
+        if not ids:
+            return frozenset()
+        async with self._engine.connect() as conn:
+            rows = await conn.execute(
+                select(MemoryConsent.person_id).where(MemoryConsent.person_id.in_(ids))
+            )
+            return frozenset(int(r[0]) for r in rows)
+
+    async def cursor(self, stream_id: int) -> int:
+        async with self._engine.connect() as conn:
+            value = await conn.scalar(
+                select(MemoryCursor.last_message_id).where(MemoryCursor.stream_id == stream_id)
+            )
+            return int(value or 0)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    async def get(self, entry_id: int) -> MemoryRecord | None:
+        async with self._engine.connect() as conn:
+            return await _get(conn, entry_id)
+
+    async def entries(
+        self,
+        *,
+        stream_id: int | None = None,
+        person_id: int | None = None,
+        kind: MemoryKind | None = None,
+        status: MemoryStatus | None = MemoryStatus.ACTIVE,
+        limit: int = 200,
+    ) -> list[MemoryRecord]:
+        query = select(*_RECORD_COLUMNS).order_by(MemoryEntry.id.desc()).limit(limit)
+        if stream_id is not None:
+            query = query.where(MemoryEntry.stream_id == stream_id)
+        if person_id is not None:
+            query = query.where(MemoryEntry.person_id == person_id)
+        if kind is not None:
+            query = query.where(MemoryEntry.kind == kind.value)
+        if status is not None:
+            query = query.where(MemoryEntry.status == status.value)
+        async with self._engine.connect() as conn:
+            return [to_record(row) for row in await conn.execute(query)]
+
+    async def changes(self, entry_id: int) -> list[ChangeRecord]:
+        query = (
+            select(MemoryChange).where(MemoryChange.entry_id == entry_id).order_by(MemoryChange.id)
+        )
+        async with self._engine.connect() as conn:
+            return [
+                ChangeRecord(**{k: row._mapping[k] for k in ChangeRecord.__dataclass_fields__})
+                for row in await conn.execute(query)
+            ]
+
+    async def count(self, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
+        async with self._engine.connect() as conn:
+            value = await conn.scalar(
+                select(func.count())
+                .select_from(MemoryEntry)
+                .where(MemoryEntry.status == status.value)
+            )
+            return int(value or 0)
+
+
+async def _get(conn: AsyncConnection, entry_id: int) -> MemoryRecord | None:
+    row = (await conn.execute(select(*_RECORD_COLUMNS).where(MemoryEntry.id == entry_id))).first()
+    return to_record(row) if row is not None else None
+
+
+async def _active(
+    conn: AsyncConnection, stream_id: int, person_id: int | None, kind: MemoryKind
+) -> list[MemoryRecord]:
+    query = select(*_RECORD_COLUMNS).where(
+        MemoryEntry.stream_id == stream_id,
+        MemoryEntry.kind == kind.value,
+        MemoryEntry.status == MemoryStatus.ACTIVE.value,
+    )
+    if person_id is None:
+        query = query.where(MemoryEntry.person_id.is_(None))
+    else:
+        query = query.where(MemoryEntry.person_id == person_id)
+    return [to_record(row) for row in await conn.execute(query)]
+
+
+async def _set_status(
+    conn: AsyncConnection, ids: Sequence[int], status: MemoryStatus, now: datetime
+) -> None:
+    await conn.execute(
+        update(MemoryEntry)
+        .where(MemoryEntry.id.in_(ids))
+        .values(status=status.value, updated_at=now)
+    )
+    if status is not MemoryStatus.ACTIVE:
+        await conn.execute(delete(MemoryTerm).where(MemoryTerm.entry_id.in_(ids)))
+
+
+async def _index(conn: AsyncConnection, entry_id: int, owner: str, terms: frozenset[str]) -> None:
+    if terms:
+        await conn.execute(
+            insert_ignoring_conflicts(conn, MemoryTerm.__table__),
+            [{"owner": owner, "term": term, "entry_id": entry_id} for term in sorted(terms)],
+        )
+
+
+async def _reindex(conn: AsyncConnection, entry_id: int, owner: str, text: str) -> None:
+    await conn.execute(delete(MemoryTerm).where(MemoryTerm.entry_id == entry_id))
+    await _index(conn, entry_id, owner, index_terms(text))
+
+
+async def _log(
+    conn: AsyncConnection,
+    entry_id: int,
+    action: str,
+    actor: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    turn_id: int | None,
+    now: datetime,
+) -> None:
+    await conn.execute(
+        insert(MemoryChange).values(
+            entry_id=entry_id,
+            action=action,
+            actor=actor[:64],
+            before=before,
+            after=after,
+            turn_id=turn_id,
+            at=now,
+        )
+    )
+
+
+async def _move_cursor(
+    conn: AsyncConnection, stream_id: int, message_id: int, now: datetime
+) -> None:
+    await conn.execute(
+        upsert(
+            conn,
+            MemoryCursor.__table__,
+            ["stream_id"],
+            {"stream_id": stream_id, "last_message_id": message_id, "updated_at": now},
+        )
+    )
+
+
+__all__ = [
+    "ChangeRecord",
+    "MemoryKind",
+    "MemoryLimits",
+    "MemoryRecord",
+    "MemoryStatus",
+    "MemoryStore",
+    "NewMemory",
+    "Remembered",
+    "owner_key",
+    "to_record",
+]
