@@ -145,9 +145,7 @@ class PersonResolver:
         return refreshed
 
 
-async def unknown_user_ids(
-    engine: AsyncEngine, platform: str, user_ids: Iterable[str]
-) -> set[str]:
+async def unknown_user_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> set[str]:
     """The ids among `user_ids` the store has never seen."""
     wanted = set(user_ids)
     if not wanted:

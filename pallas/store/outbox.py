@@ -281,11 +281,7 @@ async def _make_room(
     if not rows:
         return []
     head_reply = rows[0].reply_id
-    waiting = [
-        r
-        for r in rows
-        if not r.direct and r.reply_id not in (None, head_reply, new_reply)
-    ]
+    waiting = [r for r in rows if not r.direct and r.reply_id not in (None, head_reply, new_reply)]
     replies = list(dict.fromkeys(r.reply_id for r in waiting))  # oldest first
     doomed = set(replies[: max(0, len(replies) - limit)])
     victims = [DroppedRow(r.id, r.turn_id, r.reply_id) for r in waiting if r.reply_id in doomed]
@@ -396,4 +392,3 @@ def _open(table: Any) -> Any:
 
 
 _HEADS = _heads_query()
-
