@@ -21,6 +21,7 @@ PLUGINS = (
     "packages.repeater",
     "packages.poke_back",
     "packages.notices",
+    "packages.memory",
 )
 
 

@@ -44,7 +44,8 @@ from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler
-from pallas.product.llm.agent.config import load_agent_config
+from pallas.product.llm.agent.config import AgentConfig, load_agent_config
+from pallas.product.llm.assembler.context import ContextSource
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
@@ -56,6 +57,7 @@ from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
 from pallas.store.members import temp_chat_group
+from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.timeline import TimelineWriter
@@ -104,6 +106,11 @@ class Runtime:
     commands: CommandStage
     jobs: Jobs
     lookups: PlatformLookups
+    memory: MemoryStore
+    agent_config: AgentConfig
+    # What a turn's context is assembled from besides the chat itself; feature packages add
+    # theirs at load time (memory, later relations and knowledge).
+    context_sources: list[ContextSource] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -125,6 +132,9 @@ class Runtime:
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         outbox = OutboxStore(engine, write_lock=lock)
         jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
+        memory = MemoryStore(engine, write_lock=lock)
+        agent_config = load_agent_config()
+        context_sources: list[ContextSource] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -176,7 +186,17 @@ class Runtime:
         if handler is None:
             # The agent acts through the platform, which records the bot's own messages
             # through the ingress: built last, then plugged into the turn runner.
-            runner.handler = _agent(settings, engine, ledger, models, outlet, delivery, tools)
+            runner.handler = _agent(
+                settings,
+                engine,
+                ledger,
+                models,
+                outlet,
+                delivery,
+                tools,
+                agent_config,
+                context_sources,
+            )
         return cls(
             settings=settings,
             engine=engine,
@@ -200,6 +220,9 @@ class Runtime:
             commands=commands,
             jobs=jobs,
             lookups=PlatformLookups(ingress),
+            memory=memory,
+            agent_config=agent_config,
+            context_sources=context_sources,
         )
 
     @property
@@ -292,6 +315,8 @@ def _agent(
     outlet: OneBotOutlet,
     delivery: OutboxDelivery,
     tools: ToolSetup,
+    config: AgentConfig,
+    sources: list[ContextSource],
 ) -> TurnHandler:
     return build_agent_handler(
         engine=engine,
@@ -299,7 +324,8 @@ def _agent(
         models=models,
         outlet=outlet,
         delivery=delivery,
-        config=load_agent_config(),
+        config=config,
+        sources=sources,
         nicknames=tuple(settings.nickname),
         book=tools.book,
         skills=tools.skills,

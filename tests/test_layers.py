@@ -73,9 +73,10 @@ def test_core_imports_nothing_of_ours_but_core() -> None:
             )
 
 
-# The one deliberate exception: Alembic (about 10 MB of modules) is loaded only when the store
+# The deliberate exceptions: Alembic (about 10 MB of modules) is loaded only when the store
 # actually needs migrating, so a bot whose store is current never carries it.
-LAZY_IMPORTS = {("migrate.py", "alembic")}
+# numpy, likewise, only once an embedding model is configured and answering.
+LAZY_IMPORTS = {("migrate.py", "alembic"), ("vectors.py", "numpy")}
 
 
 def test_imports_are_at_module_level() -> None:

@@ -34,6 +34,7 @@ class WindowLine:
     recalled: bool
     role: str = ""  # owner / admin / member in this group, when known
     mentions: tuple[str, ...] = ()  # platform ids @-mentioned
+    suppressed: bool = False  # silenced: stored, but nobody acts on it (nor learns from it)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def _line_query() -> Select[Any]:
             Message.is_poke,
             Message.recalled,
             Message.mentions,
+            Message.suppressed,
         )
         .join(Person, Person.id == Message.sender_person_id)
         .outerjoin(
@@ -191,4 +193,5 @@ def _line(row: Row[Any]) -> WindowLine:
         recalled=row.recalled,
         role=row.role or "",
         mentions=tuple(str(m) for m in row.mentions or ()),
+        suppressed=bool(row.suppressed),
     )

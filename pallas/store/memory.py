@@ -390,6 +390,14 @@ class MemoryStore:
             )
             return frozenset(int(r[0]) for r in rows)
 
+    async def taught_since(self, person_id: int, since: datetime) -> list[datetime]:
+        """When this person's teachings that were kept were written (for the cooldown)."""
+        query = select(MemoryEntry.created_at).where(
+            MemoryEntry.taught_by == person_id, MemoryEntry.created_at >= since
+        )
+        async with self._engine.connect() as conn:
+            return list((await conn.execute(query)).scalars())
+
     async def cursor(self, stream_id: int) -> int:
         async with self._engine.connect() as conn:
             value = await conn.scalar(
@@ -411,8 +419,12 @@ class MemoryStore:
         kind: MemoryKind | None = None,
         status: MemoryStatus | None = MemoryStatus.ACTIVE,
         limit: int = 200,
+        below_id: int | None = None,
     ) -> list[MemoryRecord]:
+        """Newest first; `below_id` pages on from the last id of the previous page."""
         query = select(*_RECORD_COLUMNS).order_by(MemoryEntry.id.desc()).limit(limit)
+        if below_id is not None:
+            query = query.where(MemoryEntry.id < below_id)
         if stream_id is not None:
             query = query.where(MemoryEntry.stream_id == stream_id)
         if person_id is not None:

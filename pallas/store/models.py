@@ -322,6 +322,7 @@ class MemoryEntry(Base):
     __table_args__ = (
         Index("ix_memory_entry_stream_id_kind_status", "stream_id", "kind", "status"),
         Index("ix_memory_entry_person_id_status", "person_id", "status"),
+        Index("ix_memory_entry_taught_by_created_at", "taught_by", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)

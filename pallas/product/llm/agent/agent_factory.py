@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -9,7 +11,7 @@ from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
-from pallas.product.llm.assembler.context import AssemblyDeps, Persona
+from pallas.product.llm.assembler.context import AssemblyDeps, ContextSource, Persona
 from pallas.product.llm.assembler.prompt import ProtocolMode
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
@@ -45,6 +47,7 @@ def build_agent_handler(
     book: ToolBook,
     skills: SkillBook | None = None,
     superusers: frozenset[str] = frozenset(),
+    sources: Sequence[ContextSource] = (),
 ) -> AgentTurnHandler:
     persona = Persona(
         name=config.persona.name or nicknames[0],
@@ -63,7 +66,9 @@ def build_agent_handler(
         AgentHandlerDeps(
             engine=engine,
             ledger=ledger,
-            assembly=AssemblyDeps(engine, persona, config.context_token_budget, skills=skills),
+            assembly=AssemblyDeps(
+                engine, persona, config.context_token_budget, sources=sources, skills=skills
+            ),
             agent=AgentDeps(models, plan) if plan else None,
             tools=ToolLoopDeps(book, ledger),
             outlet=outlet,

@@ -227,7 +227,8 @@ def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
         "lines": len(prepared.lines),
         "batch": list(prepared.batch_ids),
         "dropped_lines": prepared.dropped_lines,
-        "blocks": [block.source for block in prepared.blocks],
+        "blocks": [block.source for block in prepared.blocks if block.text],
+        "sources": {block.source: dict(block.trace) for block in prepared.blocks if block.trace},
         "dropped_blocks": prepared.dropped_blocks,
         "forced": prepared.forced,
     }

@@ -44,6 +44,9 @@ class TurnToolbox:
             engine=engine,
             now=now,
             visible_message_ids=tuple(line.message_id for line in turn.lines),
+            asker_user_ids=tuple(
+                dict.fromkeys(line.user_id for line in turn.batch if not line.from_bot)
+            ),
         )
         return cls(deps, TurnTools(offer, snapshot), context)
 

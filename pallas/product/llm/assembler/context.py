@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -70,6 +70,8 @@ class ContextBlock:
     title: str
     text: str
     priority: int = 0  # lower goes first when the budget is short
+    # What the source did, for the turn's trace (e.g. which recall mode ran); never shown.
+    trace: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ContextSource(Protocol):

@@ -122,6 +122,7 @@ def _decision_ask(turn: PreparedTurn) -> str:
 
 
 def _blocks(blocks: Sequence[ContextBlock]) -> str:
+    blocks = [b for b in blocks if b.text]  # a source that found nothing still left a trace
     if not blocks:
         return ""
     items = [_quoted({"来源": b.source, "标题": b.title, "内容": b.text}) for b in blocks]

@@ -90,6 +90,7 @@ class ToolContext:
     engine: AsyncEngine
     now: datetime
     visible_message_ids: tuple[int, ...] = ()  # the ids the model has already seen
+    asker_user_ids: tuple[str, ...] = ()  # who wrote the batch (platform user ids)
 
 
 @dataclass(frozen=True)

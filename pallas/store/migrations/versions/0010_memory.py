@@ -59,6 +59,9 @@ def upgrade() -> None:
         "ix_memory_entry_stream_id_kind_status", "memory_entry", ["stream_id", "kind", "status"]
     )
     op.create_index("ix_memory_entry_person_id_status", "memory_entry", ["person_id", "status"])
+    op.create_index(
+        "ix_memory_entry_taught_by_created_at", "memory_entry", ["taught_by", "created_at"]
+    )
     op.create_table(
         "memory_term",
         sa.Column("owner", sa.String(length=24), nullable=False),
@@ -107,6 +110,7 @@ def downgrade() -> None:
     op.drop_table("memory_change")
     op.drop_index(op.f("ix_memory_term_entry_id"), table_name="memory_term")
     op.drop_table("memory_term")
+    op.drop_index("ix_memory_entry_taught_by_created_at", table_name="memory_entry")
     op.drop_index("ix_memory_entry_person_id_status", table_name="memory_entry")
     op.drop_index("ix_memory_entry_stream_id_kind_status", table_name="memory_entry")
     op.drop_table("memory_entry")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -92,6 +92,7 @@ async def start_agent(
     *,
     outlet: RecordingOutlet,
     config: AgentConfig | None = None,
+    before_start: Callable[[Runtime], None] | None = None,
     **settings: object,
 ) -> Runtime:
     overrides: dict[str, object] = {"pallas_providers_file": "", **settings}
@@ -113,7 +114,10 @@ async def start_agent(
         book=runtime.tools.book,
         skills=runtime.tools.skills,
         superusers=frozenset(loaded.superusers),
+        sources=runtime.context_sources,
     )
+    if before_start is not None:  # what a plugin package would add at load time
+        before_start(runtime)
     await runtime.start()
     return runtime
 

@@ -1,0 +1,38 @@
+"""Memory glue: extraction after turns, recall into the context, the memory tools, decay.
+
+Off with `memory: {enabled: false}` in config/agent.yml: nothing is extracted or recalled and
+the tools are not registered (what was stored stays). See docs/memory.md.
+"""
+
+from __future__ import annotations
+
+from loguru import logger
+from nonebot.plugin import PluginMetadata
+
+from packages._runtime import current_runtime
+from pallas.product.memory.feature import MemoryHost, install_memory
+
+__plugin_meta__ = PluginMetadata(
+    name="memory",
+    description="Remembers what is worth knowing about people and groups, and recalls it.",
+    usage="On by default; `memory:` in config/agent.yml. See docs/memory.md.",
+)
+
+_runtime = current_runtime()
+if _runtime.agent_config.memory.enabled:
+    install_memory(
+        MemoryHost(
+            engine=_runtime.engine,
+            store=_runtime.memory,
+            models=_runtime.models,
+            jobs=_runtime.jobs,
+            observers=_runtime.runner.observers,
+            sources=_runtime.context_sources,
+            registry=_runtime.tools.book.registry,
+            clock=_runtime.runner.clock,
+            superusers=frozenset(_runtime.settings.superusers),
+        ),
+        _runtime.agent_config.memory,
+    )
+else:
+    logger.info("memory is off (memory.enabled is false in config/agent.yml)")

@@ -1,0 +1,51 @@
+"""Decay: memories weaken with time unless they are said again, and the weak ones fade.
+
+An entry's strength is its confidence halved every half-life of its kind since it was last
+seen (stored or said again). Once a night, entries weaker than FADE_BELOW fade: no longer
+recalled, kept for the audit, restorable by the owner. With the default confidence (0.6) a
+fact nobody repeats fades after about a year, a taught behaviour after half a year, an
+episode after six weeks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from loguru import logger
+
+from pallas.product.conversation.jobs.periodic import PeriodicJob
+from pallas.store.jobs import ClaimedJob
+from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStore
+
+DECAY_KIND = "memory.decay"
+DECAY = PeriodicJob(name="memory_decay", kind=DECAY_KIND, cron="41 4 * * *")
+HALF_LIFE = {
+    MemoryKind.FACT: timedelta(days=180),
+    MemoryKind.BEHAVIOR: timedelta(days=90),
+    MemoryKind.EPISODE: timedelta(days=21),
+}
+FADE_BELOW = 0.15
+PAGE = 1000
+
+
+def strength(record: MemoryRecord, now: datetime) -> float:
+    age = max(timedelta(0), now - record.last_seen_at)
+    return record.confidence * 0.5 ** (age / HALF_LIFE[record.kind])
+
+
+def to_fade(records: Iterable[MemoryRecord], now: datetime) -> list[int]:
+    return [r.id for r in records if strength(r, now) < FADE_BELOW]
+
+
+async def run_decay(job: ClaimedJob, store: MemoryStore, clock: Callable[[], datetime]) -> None:
+    now = clock()
+    faded, below = 0, None
+    while True:
+        page = await store.entries(limit=PAGE, below_id=below)
+        if not page:
+            break
+        faded += await store.fade(to_fade(page, now), now)
+        below = page[-1].id
+    if faded:
+        logger.info("memory: {} entries faded (not said again for too long)", faded)

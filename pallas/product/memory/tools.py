@@ -1,0 +1,467 @@
+"""The agent's memory tools: look memories up, see what is kept about a person, correct or
+forget an entry when someone says "你记错了" or "忘掉……".
+
+Only what this chat may see is reachable: search and profiles read the chat's own entries and,
+with the person's consent, their facts from other chats; corrections and forgetting touch only
+the chat's own active entries. Who may change what is decided by pure functions
+(`may_edit`, `may_move`, `may_forget`) from the entry, the askers and whether an owner asked.
+Refusals are `ToolError`s with a short Chinese reason the model relays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import and_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.llm.tools.base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolSpec,
+    ToolTag,
+    Visibility,
+)
+from pallas.product.memory.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
+from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
+from pallas.store.memory_recall import RecallScope, keyword_recall
+from pallas.store.models import Identity, Member, Message
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+SEARCH_LIMIT = 10
+PROFILE_LIMIT = 20
+GROUP = "群"
+SEARCH_KINDS = (MemoryKind.FACT, MemoryKind.EPISODE, MemoryKind.BEHAVIOR)
+# The guard's content rules; who may teach what is decided here, not by the guard.
+CONTENT_REFUSALS = frozenset(
+    {Refusal.EMPTY, Refusal.TOO_LONG, Refusal.INJECTION, Refusal.VULGAR, Refusal.BELITTLING}
+)
+DOMAIN = "memory"
+# What people say when memory is in question; the search comes with the correcting and
+# forgetting words too, since an entry is corrected or forgotten by its id.
+RECALL_HINTS = ("记得", "记住", "记不记得", "你还记得", "还记得吗", "记性")
+CORRECT_HINTS = ("记错", "不是这样", "不是我", "搞错了", "弄错了", "更正")
+FORGET_HINTS = ("忘掉", "忘了", "忘记", "别记", "不要记", "删掉")
+PROFILE_HINTS = ("记得我", "关于我", "你知道我", "了解我", "记了我什么", "你记得他", "你记得她")
+
+
+# -- who may do what (pure) --------------------------------------------------------------
+
+
+def is_group_level(entry: MemoryRecord) -> bool:
+    """About the group or the bot's behaviour rather than one person."""
+    return entry.person_id is None or entry.kind is MemoryKind.BEHAVIOR
+
+
+def may_edit(entry: MemoryRecord, askers: Collection[int], owner: bool) -> bool:
+    """Change what an entry says: an owner; or an asker it is about, who taught it, or anyone
+    for a group-level entry."""
+    return (
+        owner
+        or is_group_level(entry)
+        or entry.person_id in askers
+        or (entry.taught_by is not None and entry.taught_by in askers)
+    )
+
+
+def may_move(entry: MemoryRecord, target: int | None, askers: Collection[int], owner: bool) -> bool:
+    """Change whom a fact is about: an owner; or its current subject ("不是我，是小红");
+    or an asker who claims a group-level fact as about themselves."""
+    if entry.kind is not MemoryKind.FACT:
+        return False
+    if owner:
+        return True
+    if entry.person_id is not None and entry.person_id in askers:
+        return True
+    return entry.person_id is None and target is not None and target in askers
+
+
+def may_forget(entry: MemoryRecord, askers: Collection[int], owner: bool) -> bool:
+    """Forget an entry: an owner, whoever taught it, or the person it is about (group-level
+    entries have no such person: only the one who taught them, or an owner)."""
+    if owner or (entry.taught_by is not None and entry.taught_by in askers):
+        return True
+    return not is_group_level(entry) and entry.person_id in askers
+
+
+# -- the chat, as the tools see it ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Chat:
+    engine: AsyncEngine
+    stream_id: int
+    platform: str
+    askers: frozenset[int]
+    owner: bool
+
+    async def person_id(self, user_id: str) -> int:
+        found = await person_ids(self.engine, self.platform, [user_id])
+        if user_id not in found:
+            raise ToolError(f"不认识用户 {user_id}")
+        return found[user_id]
+
+    async def names(self, ids: Iterable[int | None]) -> dict[int, str]:
+        return await names_here(self.engine, self.stream_id, self.platform, ids)
+
+    async def about(self, entry: MemoryRecord) -> str:
+        return named(await self.names([entry.person_id]), entry.person_id)
+
+    async def visible_entry(self, store: MemoryStore, entry_id: int) -> MemoryRecord:
+        entry = await store.get(entry_id)
+        # Another chat's entry gets the same answer as a missing one: its existence is private.
+        if (
+            entry is None
+            or entry.status is not MemoryStatus.ACTIVE
+            or entry.stream_id != self.stream_id
+        ):
+            raise ToolError(f"这个会话里没有第 {entry_id} 条记忆")
+        return entry
+
+
+async def _chat(context: ToolContext) -> _Chat:
+    platform = context.conversation.stream.platform
+    askers = await person_ids(context.engine, platform, context.asker_user_ids)
+    return _Chat(
+        context.engine,
+        context.conversation.stream_id,
+        platform,
+        frozenset(askers.values()),
+        context.conversation.asker_is_owner,
+    )
+
+
+async def person_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> dict[str, int]:
+    """Platform user id -> person id, for the ids the store knows."""
+    wanted = {u for u in user_ids if u}
+    if not wanted:
+        return {}
+    query = select(Identity.user_id, Identity.person_id).where(
+        Identity.platform == platform, Identity.user_id.in_(wanted)
+    )
+    async with engine.connect() as conn:
+        return {row.user_id: int(row.person_id) for row in await conn.execute(query)}
+
+
+async def names_here(
+    engine: AsyncEngine, stream_id: int, platform: str, ids: Iterable[int | None]
+) -> dict[int, str]:
+    """Person id -> the name this chat knows them by: the group card, else the nickname, else
+    "用户" and the last four digits of their id."""
+    wanted = {i for i in ids if i is not None}
+    if not wanted:
+        return {}
+    query = (
+        select(Identity.person_id, Identity.user_id, Identity.nickname, Member.card)
+        .outerjoin(
+            Member, and_(Member.stream_id == stream_id, Member.person_id == Identity.person_id)
+        )
+        .where(Identity.platform == platform, Identity.person_id.in_(wanted))
+        .order_by(Identity.id)
+    )
+    names: dict[int, str] = {}
+    async with engine.connect() as conn:
+        for row in await conn.execute(query):
+            names.setdefault(
+                int(row.person_id), row.card or row.nickname or f"用户{row.user_id[-4:]}"
+            )
+    return {i: names.get(i, "用户") for i in wanted}
+
+
+async def known_in_stream(engine: AsyncEngine, stream_id: int, person_id: int) -> bool:
+    """A member of this chat, or someone who has spoken in it."""
+    member = select(Member.person_id).where(
+        Member.stream_id == stream_id, Member.person_id == person_id
+    )
+    spoke = (
+        select(Message.id)
+        .where(Message.stream_id == stream_id, Message.sender_person_id == person_id)
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        if await conn.scalar(member) is not None:
+            return True
+        return await conn.scalar(spoke) is not None
+
+
+def named(names: Mapping[int, str], person_id: int | None) -> str:
+    return GROUP if person_id is None else names[person_id]
+
+
+def shown(entry: MemoryRecord, about: str) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "about": about,
+        "kind": entry.kind.value,
+        "text": entry.text,
+        "learned_at": entry.created_at.astimezone(SHANGHAI).strftime("%Y-%m-%d"),
+    }
+
+
+# -- the tools -----------------------------------------------------------------------------
+
+
+class MemorySearchTool(Tool):
+    """`memory.search`: what the bot remembers here, by keyword."""
+
+    spec = ToolSpec(
+        name="memory.search",
+        description="按关键词查我记得的事（这个会话里的：提问的人、about_user_id 指定的人、"
+        "以及关于本群的记忆）。返回每条记忆的 id、关于谁、类型和内容；"
+        "要改正或忘掉一条记忆时，先用它找到 id。",
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "关键词，如“榴莲”“生日”"},
+                "about_user_id": {
+                    "type": "string",
+                    "description": "也查这个人（平台用户 id）的记忆；不给就只查提问的人和本群",
+                },
+            },
+            "required": ["query"],
+        },
+        tags=frozenset({ToolTag.READ_ONLY}),
+        domains=(DOMAIN,),
+        hints=(*RECALL_HINTS, *CORRECT_HINTS, *FORGET_HINTS),
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        query = str(arguments.get("query") or "").strip()
+        if not query:
+            raise ToolError("要给出查找的关键词")
+        chat = await _chat(context)
+        people = set(chat.askers)
+        about_user_id = str(arguments.get("about_user_id") or "").strip()
+        if about_user_id:
+            people.add(await chat.person_id(about_user_id))
+        scope = RecallScope(chat.stream_id, tuple(sorted(people)), SEARCH_KINDS)
+        found = await keyword_recall(chat.engine, [query], scope, SEARCH_LIMIT)
+        names = await chat.names(r.record.person_id for r in found)
+        return ToolOutput([shown(r.record, named(names, r.record.person_id)) for r in found])
+
+
+class PersonProfileTool(Tool):
+    """`person.profile`: what the bot keeps about one person, as far as this chat may see."""
+
+    spec = ToolSpec(
+        name="person.profile",
+        description="看我记得的关于某个人的事：这个会话里知道的名字、记下的事实"
+        "（在本会话学到的；别处学到的只有本人同意跨群使用时才有），以及是否同意跨群使用。",
+        parameters={
+            "type": "object",
+            "properties": {"user_id": {"type": "string", "description": "平台用户 id"}},
+            "required": ["user_id"],
+        },
+        tags=frozenset({ToolTag.READ_ONLY}),
+        domains=(DOMAIN,),
+        hints=PROFILE_HINTS,
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        user_id = str(arguments["user_id"]).strip()
+        chat = await _chat(context)
+        found = await person_ids(chat.engine, chat.platform, [user_id])
+        if user_id not in found:
+            raise ToolError(f"没见过用户 {user_id}，没有关于 TA 的记忆")
+        person_id = found[user_id]
+        consented = person_id in await self._store.consenting([person_id])
+        facts = await self._store.entries(
+            stream_id=None if consented else chat.stream_id,
+            person_id=person_id,
+            kind=MemoryKind.FACT,
+            limit=PROFILE_LIMIT + 1,
+        )
+        name = (await chat.names([person_id]))[person_id]
+        return ToolOutput(
+            {
+                "user_id": user_id,
+                "name": name,
+                "consented_to_cross_group": consented,
+                "facts": [
+                    {
+                        **shown(f, name),
+                        "learned_in": "这里" if f.stream_id == chat.stream_id else "别的会话",
+                    }
+                    for f in facts[:PROFILE_LIMIT]
+                ],
+                "more": len(facts) > PROFILE_LIMIT,
+            }
+        )
+
+
+class MemoryCorrectTool(Tool):
+    """`memory.correct`: change what an entry says, or whom it is about."""
+
+    spec = ToolSpec(
+        name="memory.correct",
+        description="改正一条记错的记忆（先用 memory.search 找到 id）：text 是改正后的内容；"
+        "about_user_id 把它改成关于另一个人（平台用户 id），空字符串表示关于本群。"
+        "本人、教的人或主人才能改；把事实改到别人身上要本人或主人来说。",
+        parameters={
+            "type": "object",
+            "properties": {
+                "memory_id": {"type": "integer", "description": "记忆的 id"},
+                "text": {"type": "string", "description": "改正后的完整内容"},
+                "about_user_id": {
+                    "type": "string",
+                    "description": '这条其实是关于谁的（平台用户 id）；"" 表示关于本群',
+                },
+            },
+            "required": ["memory_id"],
+        },
+        tags=frozenset({ToolTag.SIDE_EFFECT}),
+        domains=(DOMAIN,),
+        hints=CORRECT_HINTS,
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        text = arguments.get("text")
+        new_text = None if text is None else " ".join(str(text).split())
+        about_user_id = arguments.get("about_user_id")
+        if new_text is None and about_user_id is None:
+            raise ToolError("要给出改正后的内容或这条是关于谁的")
+        chat = await _chat(context)
+        entry = await chat.visible_entry(self._store, int(arguments["memory_id"]))
+        if not may_edit(entry, chat.askers, chat.owner):
+            raise ToolError("这条只有本人、教我的人或主人能改")
+        changes: dict[str, Any] = {}
+        move: dict[str, Any] = {}
+        if about_user_id is not None:
+            target = await self._target(chat, str(about_user_id).strip())
+            if target != entry.person_id:
+                if not may_move(entry, target, chat.askers, chat.owner):
+                    raise ToolError("把这条改到别人身上，要本人或主人来说")
+                move = {"person_id": target}
+                names = await chat.names([entry.person_id, target])
+                changes["about"] = {
+                    "before": named(names, entry.person_id),
+                    "after": named(names, target),
+                }
+        if new_text is not None and new_text != entry.text:
+            _check_text(entry, new_text, move.get("person_id", entry.person_id), context.now)
+            changes["text"] = {"before": entry.text, "after": new_text}
+        if not changes:
+            raise ToolError("和原来一样，不用改")
+        corrected = await self._store.correct(
+            entry.id,
+            context.now,
+            actor=f"tool:memory.correct turn {context.turn_id}",
+            text=new_text if "text" in changes else None,
+            turn_id=context.turn_id,
+            **move,
+        )
+        if corrected is None:
+            raise ToolError(f"这个会话里没有第 {entry.id} 条记忆")
+        return ToolOutput(
+            {"entry": shown(corrected, await chat.about(corrected)), "change": changes}
+        )
+
+    async def _target(self, chat: _Chat, user_id: str) -> int | None:
+        if not user_id:
+            return None
+        target = await chat.person_id(user_id)
+        if not await known_in_stream(chat.engine, chat.stream_id, target):
+            raise ToolError(f"用户 {user_id} 不在这个会话里")
+        return target
+
+
+def _check_text(entry: MemoryRecord, text: str, about: int | None, now: datetime) -> None:
+    """The guard's content rules on corrected text; who may correct is decided by the tool."""
+    teaching = Teaching(
+        text=text,
+        source_text="",
+        author_person_id=0,
+        about_person_id=about,
+        kind=entry.kind,
+        author_is_owner=True,
+    )
+    verdict = judge_teaching(teaching, (), now)
+    if verdict.refusal is not None and verdict.refusal in CONTENT_REFUSALS:
+        raise ToolError(REFUSAL_TEXT[verdict.refusal])
+
+
+class MemoryForgetTool(Tool):
+    """`memory.forget`: stop recalling an entry; an owner can undo it."""
+
+    spec = ToolSpec(
+        name="memory.forget",
+        description="忘掉一条记忆（先用 memory.search 找到 id）。本人、教的人或主人才能让我忘；"
+        "关于本群的记忆只有教的人或主人能删。忘掉的记忆主人可以恢复。",
+        parameters={
+            "type": "object",
+            "properties": {"memory_id": {"type": "integer", "description": "记忆的 id"}},
+            "required": ["memory_id"],
+        },
+        tags=frozenset({ToolTag.SIDE_EFFECT}),
+        domains=(DOMAIN,),
+        hints=FORGET_HINTS,
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        chat = await _chat(context)
+        entry = await chat.visible_entry(self._store, int(arguments["memory_id"]))
+        if not may_forget(entry, chat.askers, chat.owner):
+            if is_group_level(entry):
+                raise ToolError("关于本群的记忆，只有教我的人或主人能让我忘掉")
+            raise ToolError("这条只有本人、教我的人或主人能让我忘掉")
+        forgotten = await self._store.forget(
+            entry.id,
+            context.now,
+            actor=f"tool:memory.forget turn {context.turn_id}",
+            turn_id=context.turn_id,
+        )
+        if forgotten is None:
+            raise ToolError(f"这个会话里没有第 {entry.id} 条记忆")
+        return ToolOutput(
+            {"forgotten": shown(forgotten, await chat.about(forgotten)), "undo": "主人可以恢复"}
+        )
+
+
+def memory_tools(store: MemoryStore) -> tuple[Tool, ...]:
+    return (
+        MemorySearchTool(store),
+        PersonProfileTool(store),
+        MemoryCorrectTool(store),
+        MemoryForgetTool(store),
+    )
+
+
+__all__ = [
+    "MemoryCorrectTool",
+    "MemoryForgetTool",
+    "MemorySearchTool",
+    "PersonProfileTool",
+    "is_group_level",
+    "may_edit",
+    "may_forget",
+    "may_move",
+    "memory_tools",
+    "names_here",
+    "person_ids",
+]

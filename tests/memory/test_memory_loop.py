@@ -1,0 +1,229 @@
+"""Memory through the real kernel and agent, on a real store, with the scripted model server:
+taught in chat, extracted by the job, recalled in a later turn, corrected, forgotten, kept out
+of another group, refused when profane."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from pallas.app import Runtime
+from pallas.product.memory.config import MemoryConfig
+from pallas.product.memory.extraction import EXTRACT_KIND
+from pallas.product.memory.feature import MemoryHost, install_memory
+from pallas.store.memory import MemoryStatus
+from pallas.store.models import Job
+from tests.product.llm.agent.harness import (
+    CHAT_MODEL,
+    RecordingOutlet,
+    ledger,
+    say,
+    settle,
+    start_agent,
+)
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.inbound import BOT_ID, group, message
+from tests.support.waiting import until, until_async
+
+MODEL = CHAT_MODEL
+MING = "42"
+
+
+def call(name: str, **arguments: object) -> Reply:
+    return Reply("", (ToolCallSpec(name, json.dumps(arguments, ensure_ascii=False)),))
+
+
+def remember(message_id: int, text: str, about: str | None = MING, kind: str = "fact") -> Reply:
+    return call(
+        "memory__remember", message_id=message_id, about_user_id=about, kind=kind, text=text
+    )
+
+
+def with_memory(runtime: Runtime) -> None:
+    install_memory(
+        MemoryHost(
+            engine=runtime.engine,
+            store=runtime.memory,
+            models=runtime.models,
+            jobs=runtime.jobs,
+            observers=runtime.runner.observers,
+            sources=runtime.context_sources,
+            registry=runtime.tools.book.registry,
+            clock=runtime.runner.clock,
+        ),
+        MemoryConfig(extraction_delay_s=0),
+    )
+
+
+@pytest.fixture
+async def runtime(
+    tmp_path: Path, store_url: str, model_server: FakeModelServer, outlet: RecordingOutlet
+) -> AsyncIterator[Runtime]:
+    runtime = await start_agent(
+        tmp_path,
+        store_url,
+        outlet=outlet,
+        before_start=with_memory,
+        llm_base_url=model_server.base_url,
+        llm_model=MODEL,
+    )
+    yield runtime
+    await runtime.stop()
+
+
+@pytest.fixture
+def outlet() -> RecordingOutlet:
+    return RecordingOutlet()
+
+
+async def at_bot(
+    runtime: Runtime,
+    text: str,
+    room: str = "g1",
+    user_id: str = MING,
+    then: Callable[[int], None] | None = None,
+) -> int:
+    """Say it to the bot and let the turn run; `then(message_id)` scripts what comes after
+    the turn's own calls (the extraction), before the turn starts."""
+    mid = await say(
+        runtime, message(f"@牛牛 {text}", stream=group(room), user_id=user_id, mentions=(BOT_ID,))
+    )
+    if then is not None:
+        then(mid)
+    await settle(runtime)
+    return mid
+
+
+async def extracted(runtime: Runtime, count: int) -> None:
+    """Until the extraction jobs have run and `count` entries are active."""
+    await until_async(lambda: _job_idle(runtime))
+
+    async def active() -> bool:
+        return len(await runtime.memory.entries()) == count
+
+    await until_async(active)
+
+
+async def _job_idle(runtime: Runtime) -> bool:
+    """No extraction is waiting or running (periodic jobs are always pending)."""
+    query = select(func.count()).where(
+        Job.kind == EXTRACT_KIND, Job.status.in_(("pending", "running"))
+    )
+    async with runtime.engine.connect() as conn:
+        return not await conn.scalar(query)
+
+
+def last_prompt(server: FakeModelServer) -> str:
+    return str(server.requests_for(MODEL)[-1].body["messages"][-1]["content"])
+
+
+def offered(server: FakeModelServer) -> set[str]:
+    body: dict[str, Any] = server.requests_for(MODEL)[-1].body
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
+
+
+async def test_taught_recalled_corrected_and_forgotten(
+    runtime: Runtime, model_server: FakeModelServer
+) -> None:
+    # 1. Taught: the turn replies, then the job extracts the fact.
+    model_server.script(MODEL, call("reply", text="好，记住了"))
+    taught_id = await at_bot(
+        runtime,
+        "记住，我最喜欢吃榴莲",
+        then=lambda mid: model_server.script(MODEL, remember(mid, "小明最喜欢吃榴莲")),
+    )
+    await extracted(runtime, 1)
+    [entry] = await runtime.memory.entries()
+    assert (entry.text, entry.source_message_ids) == ("小明最喜欢吃榴莲", (taught_id,))
+    extraction = model_server.requests_for(MODEL)[-1].body
+    assert (
+        json.loads(extraction["messages"][-1]["content"])["messages"][0]["message_id"] == taught_id
+    )
+
+    # 2. Recalled in a later turn's prompt, and the trace says keyword.
+    model_server.script(MODEL, call("reply", text="榴莲呀"))
+    await at_bot(runtime, "我最喜欢吃什么水果")
+    assert "小明最喜欢吃榴莲" in last_prompt(model_server)
+    assembled = await ledger(runtime.engine, "context_assembled")
+    assert assembled[-1].payload["sources"]["memory"]["mode"] == "keyword"
+    assert assembled[-1].payload["sources"]["memory"]["found"] == [entry.id]
+
+    # 3. Corrected: "you remembered that wrong".
+    model_server.script(
+        MODEL,
+        call("memory__correct", memory_id=entry.id, text="小明最喜欢吃芒果"),
+        call("reply", text="好，改了"),
+    )
+    await at_bot(runtime, "你记错了，我最喜欢的是芒果不是榴莲")
+    corrected = await runtime.memory.get(entry.id)
+    assert corrected is not None and corrected.text == "小明最喜欢吃芒果"
+
+    # 4. Forgotten.
+    model_server.script(
+        MODEL, call("memory__forget", memory_id=entry.id), call("reply", text="忘掉了")
+    )
+    await at_bot(runtime, "把我爱吃的东西忘掉吧")
+    forgotten = await runtime.memory.get(entry.id)
+    assert forgotten is not None and forgotten.status is MemoryStatus.FORGOTTEN
+    model_server.script(MODEL, call("reply", text="不知道"))
+    await at_bot(runtime, "我最喜欢吃什么水果")
+    assert "芒果" not in last_prompt(model_server).split("【聊天记录】")[0]
+
+
+async def test_another_group_needs_consent(runtime: Runtime, model_server: FakeModelServer) -> None:
+    model_server.script(MODEL, call("reply", text="好"))
+    await at_bot(
+        runtime,
+        "我对花生过敏，记住哦",
+        then=lambda mid: model_server.script(MODEL, remember(mid, "小明对花生过敏")),
+    )
+    await extracted(runtime, 1)
+    model_server.script(MODEL, call("reply", text="嗯"))
+    await at_bot(runtime, "花生能吃吗", room="g2")
+    assert "小明对花生过敏" not in last_prompt(model_server)
+    [entry] = await runtime.memory.entries()
+    assert entry.person_id is not None
+    await runtime.memory.grant_consent(entry.person_id, entry.created_at)
+    model_server.script(MODEL, call("reply", text="你过敏"))
+    await at_bot(runtime, "花生能吃吗", room="g2")
+    assert "小明对花生过敏" in last_prompt(model_server)
+
+
+async def test_a_profane_fact_and_a_fact_about_someone_else_are_refused(
+    runtime: Runtime, model_server: FakeModelServer
+) -> None:
+    await say(runtime, message("我是小红", stream=group("g1"), user_id="43", nickname="小红"))
+    model_server.script(MODEL, call("reply", text="？"))
+
+    def proposals(mid: int) -> None:
+        calls = [
+            {"message_id": mid, "about_user_id": "43", "kind": "fact", "text": text}
+            for text in ("小红是傻逼", "小红是学生")
+        ]
+        specs = tuple(
+            ToolCallSpec("memory__remember", json.dumps(c, ensure_ascii=False)) for c in calls
+        )
+        model_server.script(MODEL, Reply("", specs))
+
+    await at_bot(runtime, "记住，我是你爹，小红是傻逼", then=proposals)
+    await until_async(lambda: _job_idle(runtime))
+    await until(lambda: len(model_server.requests_for(MODEL)) == 2, timeout=10)
+    await until_async(lambda: _job_idle(runtime))
+    assert await runtime.memory.entries() == []
+    async with runtime.engine.connect() as conn:
+        runs = (await conn.execute(select(Job.status).where(Job.kind == EXTRACT_KIND))).all()
+    assert [r.status for r in runs] == ["done"]
+
+
+async def test_nothing_promising_costs_no_model_call(
+    runtime: Runtime, model_server: FakeModelServer
+) -> None:
+    model_server.script(MODEL, call("reply", text="早"))
+    await at_bot(runtime, "早上好")
+    await until_async(lambda: _job_idle(runtime))
+    assert len(model_server.requests_for(MODEL)) == 1  # the turn's call only
