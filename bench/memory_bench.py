@@ -70,7 +70,12 @@ from pallas.core.terms import index_terms  # noqa: E402
 from pallas.product.memory.vectors import pack, top_by_cosine  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.memory import MAX_TEXT_CHARS, MemoryKind, MemoryLimits, owner_key  # noqa: E402
-from pallas.store.memory_recall import RecallScope, keyword_recall, stored_vectors  # noqa: E402
+from pallas.store.memory_recall import (  # noqa: E402
+    RecallScope,
+    keyword_recall,
+    load_records,
+    stored_vectors,
+)
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
 from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm, Person, Stream  # noqa: E402
 
@@ -492,8 +497,10 @@ async def keyword(engine: AsyncEngine, r: Round) -> int:
 
 
 async def vectors(engine: AsyncEngine, r: Round) -> int:
+    """As recall does it: the visible vectors, the nearest, then those entries' records."""
     rows = await stored_vectors(engine, r.scope, MODEL, DIM)
-    top_by_cosine(r.vector, rows, LIMIT)
+    nearest = top_by_cosine(r.vector, rows, LIMIT)
+    await load_records(engine, [entry_id for entry_id, _ in nearest])
     return len(rows)
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, or_, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 from pallas.core.terms import index_terms
@@ -23,7 +24,7 @@ from pallas.store.memory import (
 from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm
 
 MAX_QUERY_TERMS = 64
-MAX_MATCHED_ENTRIES = 500  # index rows read per recall, at most
+MAX_MATCHED_ENTRIES = 500  # best-scored entries checked for visibility, at most
 
 
 @dataclass(frozen=True)
@@ -51,42 +52,57 @@ async def keyword_recall(
     owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
     async with engine.connect() as conn:
         rows = await conn.execute(
-            select(MemoryTerm.entry_id, MemoryTerm.term)
-            .where(MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term))
-            .limit(MAX_MATCHED_ENTRIES * 4)
+            select(MemoryTerm.entry_id, MemoryTerm.term).where(
+                MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term)
+            )
         )
         held: dict[int, set[str]] = defaultdict(set)
         for entry_id, term in rows:
             held[int(entry_id)].add(term)
         if not held:
             return []
-        scores = {
-            entry: max(len(have & q) / len(q) for q in wanted) for entry, have in held.items()
-        }
+        scores = {e: max(len(have & q) / len(q) for q in wanted) for e, have in held.items()}
         best = sorted(scores, key=lambda e: -scores[e])[:MAX_MATCHED_ENTRIES]
-        records = await conn.execute(
-            select(*_columns()).where(MemoryEntry.id.in_(best), _visible(scope))
-        )
-        found = [Recalled(to_record(r), scores[int(r.id)]) for r in records]
-    found.sort(key=lambda r: (-r.score, -r.record.confidence, -r.record.id))
-    return found[:limit]
+        visible = await _visible_among(conn, scope, best)
+        ranked = sorted(visible, key=lambda v: (-scores[v.id], -v.confidence, -v.id))[:limit]
+        records = await _records(conn, [v.id for v in ranked])
+    return [Recalled(records[v.id], scores[v.id]) for v in ranked if v.id in records]
 
 
 async def stored_vectors(
     engine: AsyncEngine, scope: RecallScope, model: str, dim: int
-) -> list[tuple[MemoryRecord, bytes]]:
-    """The visible entries that have a vector from `model` with `dim` dimensions: vectors
-    from another model (or another size) live in another space and are never compared."""
+) -> list[tuple[int, bytes]]:
+    """(entry id, vector) of the visible entries that have a vector from `model` with `dim`
+    dimensions: vectors from another model (or another size) live in another space and are
+    never compared. Two indexed reads: the present people's entries, the chat's own."""
+    same_space = (
+        (MemoryEntry.embedding_model == model)
+        & (MemoryEntry.embedding_dim == dim)
+        & MemoryEntry.embedding.is_not(None)
+    )
+    columns = [*_VISIBILITY_COLUMNS, MemoryEntry.embedding]
     async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(*_columns(), MemoryEntry.embedding).where(
-                _visible(scope),
-                MemoryEntry.embedding_model == model,
-                MemoryEntry.embedding_dim == dim,
-                MemoryEntry.embedding.is_not(None),
+        consenting = await _consenting(conn, scope.person_ids)
+        people = await conn.execute(
+            select(*columns).where(
+                MemoryEntry.person_id.in_(scope.person_ids or (-1,)), _active(scope), same_space
             )
         )
-        return [(to_record(r), bytes(r.embedding)) for r in rows]
+        group = await conn.execute(
+            select(*columns).where(
+                MemoryEntry.stream_id == scope.stream_id,
+                MemoryEntry.person_id.is_(None),
+                _active(scope),
+                same_space,
+            )
+        )
+        rows = [*people, *group]
+    return [(r.id, bytes(r.embedding)) for r in rows if _may_see(r, scope, consenting)]
+
+
+async def load_records(engine: AsyncEngine, entry_ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    async with engine.connect() as conn:
+        return await _records(conn, entry_ids)
 
 
 async def unembedded(
@@ -94,12 +110,27 @@ async def unembedded(
 ) -> list[MemoryRecord]:
     """Visible entries without a vector from `model` yet (to embed in the background)."""
     async with engine.connect() as conn:
+        consenting = await _consenting(conn, scope.person_ids)
         rows = await conn.execute(
-            select(*_columns())
-            .where(_visible(scope), MemoryEntry.embedding_model != model)
+            select(*_RECORD_COLUMNS)
+            .where(
+                MemoryEntry.person_id.in_(scope.person_ids or (-1,)),
+                _active(scope),
+                MemoryEntry.embedding_model != model,
+            )
             .limit(limit)
         )
-        return [to_record(r) for r in rows]
+        return [to_record(r) for r in rows if _may_see(r, scope, consenting)]
+
+
+_RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
+_VISIBILITY_COLUMNS = [
+    MemoryEntry.id,
+    MemoryEntry.kind,
+    MemoryEntry.stream_id,
+    MemoryEntry.person_id,
+    MemoryEntry.confidence,
+]
 
 
 def _query_terms(query: str) -> frozenset[str]:
@@ -107,26 +138,43 @@ def _query_terms(query: str) -> frozenset[str]:
     return frozenset(sorted(terms)[:MAX_QUERY_TERMS]) if len(terms) > MAX_QUERY_TERMS else terms
 
 
-def _columns() -> list[ColumnElement[object]]:
-    return [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
+def _active(scope: RecallScope) -> ColumnElement[bool]:
+    return (MemoryEntry.status == MemoryStatus.ACTIVE.value) & MemoryEntry.kind.in_(
+        [k.value for k in scope.kinds]
+    )
 
 
-def _visible(scope: RecallScope) -> ColumnElement[bool]:
-    """Active entries of the wanted kinds: the chat's own (about the group or a present
-    person), and present people's facts from other chats when they consented."""
-    consented = select(MemoryConsent.person_id).where(
-        MemoryConsent.person_id.in_(scope.person_ids or (-1,))
+def _may_see(row: Any, scope: RecallScope, consenting: frozenset[int]) -> bool:
+    """The chat's own entries about the group or a present person; a present person's facts
+    from elsewhere only with their consent."""
+    if row.person_id is not None and row.person_id not in scope.person_ids:
+        return False
+    if row.stream_id == scope.stream_id:
+        return True
+    return row.kind == MemoryKind.FACT.value and row.person_id in consenting
+
+
+async def _consenting(conn: AsyncConnection, person_ids: Sequence[int]) -> frozenset[int]:
+    if not person_ids:
+        return frozenset()
+    rows = await conn.execute(
+        select(MemoryConsent.person_id).where(MemoryConsent.person_id.in_(person_ids))
     )
-    here = and_(
-        MemoryEntry.stream_id == scope.stream_id,
-        or_(MemoryEntry.person_id.is_(None), MemoryEntry.person_id.in_(scope.person_ids or (-1,))),
+    return frozenset(int(r[0]) for r in rows)
+
+
+async def _visible_among(
+    conn: AsyncConnection, scope: RecallScope, entry_ids: Sequence[int]
+) -> list[Any]:
+    consenting = await _consenting(conn, scope.person_ids)
+    rows = await conn.execute(
+        select(*_VISIBILITY_COLUMNS).where(MemoryEntry.id.in_(entry_ids), _active(scope))
     )
-    elsewhere = and_(
-        MemoryEntry.kind == MemoryKind.FACT.value,
-        MemoryEntry.person_id.in_(consented),
-    )
-    return and_(
-        MemoryEntry.status == MemoryStatus.ACTIVE.value,
-        MemoryEntry.kind.in_([k.value for k in scope.kinds]),
-        or_(here, elsewhere),
-    )
+    return [r for r in rows if _may_see(r, scope, consenting)]
+
+
+async def _records(conn: AsyncConnection, entry_ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    if not entry_ids:
+        return {}
+    rows = await conn.execute(select(*_RECORD_COLUMNS).where(MemoryEntry.id.in_(entry_ids)))
+    return {int(r.id): to_record(r) for r in rows}

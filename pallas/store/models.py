@@ -320,7 +320,13 @@ class MemoryEntry(Base):
 
     __tablename__ = "memory_entry"
     __table_args__ = (
-        Index("ix_memory_entry_stream_id_kind_status", "stream_id", "kind", "status"),
+        Index(
+            "ix_memory_entry_stream_id_person_id_kind_status",
+            "stream_id",
+            "person_id",
+            "kind",
+            "status",
+        ),
         Index("ix_memory_entry_person_id_status", "person_id", "status"),
         Index("ix_memory_entry_taught_by_created_at", "taught_by", "created_at"),
     )
@@ -351,6 +357,8 @@ class MemoryTerm(Base):
     under the entry's owner ("p<person>" or "s<stream>") so recall reads only who is present."""
 
     __tablename__ = "memory_term"
+    # The primary key is the whole row: on SQLite no second copy of it as a rowid table.
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     owner: Mapped[str] = mapped_column(String(24), primary_key=True)
     term: Mapped[str] = mapped_column(String(32), primary_key=True)

@@ -23,7 +23,13 @@ from pallas.product.memory.embedding import Embedder, EmbedFailed
 from pallas.product.memory.vectors import top_by_cosine
 from pallas.store.conversation import WindowLine, window_up_to
 from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStore
-from pallas.store.memory_recall import Recalled, RecallScope, keyword_recall, stored_vectors
+from pallas.store.memory_recall import (
+    Recalled,
+    RecallScope,
+    keyword_recall,
+    load_records,
+    stored_vectors,
+)
 
 IMPRESSION_CHARS = 200
 MEMORY_PRIORITY = 5
@@ -93,16 +99,19 @@ class MemoryRecall:
         self._clock = clock
 
     async def fetch(self, turn: Turn) -> ContextBlock | None:
+        batch = [(m.message_id, m.sender_person_id) for m in turn.messages]
+        return await self.recall(turn.stream_id, turn.watermark, batch, turn.text)
+
+    async def recall(
+        self, stream_id: int, watermark: int, batch: Sequence[tuple[int, int]], text: str
+    ) -> ContextBlock:
+        """`batch`: (message id, sender person id) of the messages the turn answers."""
         lines = await window_up_to(
-            self._engine,
-            turn.stream_id,
-            turn.watermark,
-            self._config.recall_window + len(turn.messages),
+            self._engine, stream_id, watermark, self._config.recall_window + len(batch)
         )
-        batch_ids = {m.message_id for m in turn.messages}
-        present = present_people(lines, [m.sender_person_id for m in turn.messages])
-        queries = recall_queries(turn.text, lines, batch_ids)
-        scope = RecallScope(turn.stream_id, present)
+        present = present_people(lines, [person for _, person in batch])
+        queries = recall_queries(text, lines, {mid for mid, _ in batch})
+        scope = RecallScope(stream_id, present)
         limit = self._config.recall_limit
         found = await keyword_recall(self._engine, queries, scope, limit)
         trace: dict[str, Any] = {
@@ -111,11 +120,11 @@ class MemoryRecall:
             "present": len(present),
         }
         if self._embedder is not None and self._embedder.configured and queries:
-            found = await self._with_vectors(queries, scope, found, limit, trace, turn.stream_id)
+            found = await self._with_vectors(queries, scope, found, limit, trace, stream_id)
         trace["found"] = [hit.record.id for hit in found]
         names = {line.sender_person_id: line.speaker for line in lines if line.speaker}
-        text = render_memories(found, names, self._clock())
-        return ContextBlock(self.name, "你记得的事", text, MEMORY_PRIORITY, trace)
+        shown = render_memories(found, names, self._clock())
+        return ContextBlock(self.name, "你记得的事", shown, MEMORY_PRIORITY, trace)
 
     async def _with_vectors(
         self,
@@ -133,8 +142,10 @@ class MemoryRecall:
             return keyword
         rows = await stored_vectors(self._engine, scope, answer.model, answer.dim)
         nearest = [hit for q in answer.vectors for hit in top_by_cosine(q, rows, limit)]
+        records = await load_records(self._engine, [entry_id for entry_id, _ in nearest])
         trace.update(mode="hybrid", embedding_model=answer.model, vectors=len(rows))
-        return merge_hits(keyword, nearest, limit)
+        hits = [(records[i], score) for i, score in nearest if i in records]
+        return merge_hits(keyword, hits, limit)
 
 
 class BehaviorGuidance:

@@ -48,6 +48,7 @@ DOMAIN = "memory"
 RECALL_HINTS = ("记得", "记住", "记不记得", "你还记得", "还记得吗", "记性")
 CORRECT_HINTS = ("记错", "不是这样", "不是我", "搞错了", "弄错了", "更正")
 FORGET_HINTS = ("忘掉", "忘了", "忘记", "别记", "不要记", "删掉")
+SHARE_HINTS = ("别的群", "其他群", "跨群", "都可以说", "可以告诉别人", "别告诉别人", "别在别的群")
 PROFILE_HINTS = ("记得我", "关于我", "你知道我", "了解我", "记了我什么", "你记得他", "你记得她")
 
 
@@ -443,12 +444,47 @@ class MemoryForgetTool(Tool):
         )
 
 
+class MemoryShareTool(Tool):
+    """`memory.share`: the asker allows (or stops) the use of their facts in other chats."""
+
+    spec = ToolSpec(
+        name="memory.share",
+        description="本人同意（allow=true）或不再同意（allow=false）把记下的关于自己的事"
+        "用在别的群和私聊里。只对说这句话的人自己有效。",
+        parameters={
+            "type": "object",
+            "properties": {"allow": {"type": "boolean"}},
+            "required": ["allow"],
+        },
+        tags=frozenset({ToolTag.SIDE_EFFECT}),
+        domains=(DOMAIN,),
+        hints=SHARE_HINTS,
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        chat = await _chat(context)
+        if len(chat.askers) != 1:
+            raise ToolError("要本人单独说才算数")
+        [person_id] = chat.askers
+        if bool(arguments["allow"]):
+            await self._store.grant_consent(person_id, context.now, context.watermark)
+        else:
+            await self._store.revoke_consent(person_id)
+        return ToolOutput({"allow": bool(arguments["allow"]), "person": person_id})
+
+
 def memory_tools(store: MemoryStore) -> tuple[Tool, ...]:
     return (
         MemorySearchTool(store),
         PersonProfileTool(store),
         MemoryCorrectTool(store),
         MemoryForgetTool(store),
+        MemoryShareTool(store),
     )
 
 
@@ -456,6 +492,7 @@ __all__ = [
     "MemoryCorrectTool",
     "MemoryForgetTool",
     "MemorySearchTool",
+    "MemoryShareTool",
     "PersonProfileTool",
     "is_group_level",
     "may_edit",

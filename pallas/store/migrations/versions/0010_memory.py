@@ -56,7 +56,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memory_entry")),
     )
     op.create_index(
-        "ix_memory_entry_stream_id_kind_status", "memory_entry", ["stream_id", "kind", "status"]
+        "ix_memory_entry_stream_id_person_id_kind_status",
+        "memory_entry",
+        ["stream_id", "person_id", "kind", "status"],
     )
     op.create_index("ix_memory_entry_person_id_status", "memory_entry", ["person_id", "status"])
     op.create_index(
@@ -69,6 +71,7 @@ def upgrade() -> None:
         sa.Column("entry_id", _ID, nullable=False),
         _fk("memory_term", "entry_id", "memory_entry", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("owner", "term", "entry_id", name=op.f("pk_memory_term")),
+        sqlite_with_rowid=False,
     )
     op.create_index(op.f("ix_memory_term_entry_id"), "memory_term", ["entry_id"])
     op.create_table(
@@ -112,5 +115,5 @@ def downgrade() -> None:
     op.drop_table("memory_term")
     op.drop_index("ix_memory_entry_taught_by_created_at", table_name="memory_entry")
     op.drop_index("ix_memory_entry_person_id_status", table_name="memory_entry")
-    op.drop_index("ix_memory_entry_stream_id_kind_status", table_name="memory_entry")
+    op.drop_index("ix_memory_entry_stream_id_person_id_kind_status", table_name="memory_entry")
     op.drop_table("memory_entry")

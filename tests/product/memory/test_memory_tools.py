@@ -17,6 +17,7 @@ from pallas.product.memory.tools import (
     MemoryCorrectTool,
     MemoryForgetTool,
     MemorySearchTool,
+    MemoryShareTool,
     PersonProfileTool,
     may_edit,
     may_forget,
@@ -136,6 +137,19 @@ async def test_search_hides_another_groups_fact_until_consent(chat: Chat) -> Non
     await chat.store.grant_consent(chat.ming, NOW)
     [found] = await search(chat, "榴莲", MING)
     assert (found["text"], found["about"]) == ("小明喜欢吃榴莲", "明明")
+
+
+async def test_a_person_shares_their_own_facts_and_takes_it_back(chat: Chat) -> None:
+    await chat.teach("小明喜欢吃榴莲", chat.ming, room=chat.other_room)
+    share = MemoryShareTool(chat.store)
+    await share.run({"allow": True}, chat.here(MING))
+    assert [f["text"] for f in await search(chat, "榴莲", MING)] == ["小明喜欢吃榴莲"]
+    await share.run({"allow": False}, chat.here(MING))
+    assert await search(chat, "榴莲", MING) == []
+    # Two people in one batch: nobody can consent for someone else.
+    with pytest.raises(ToolError, match="本人"):
+        await share.run({"allow": True}, chat.here(MING, HONG))
+    assert await chat.store.consenting([chat.ming, chat.hong]) == frozenset()
 
 
 async def test_search_of_an_unknown_person_is_refused(chat: Chat) -> None:
@@ -318,7 +332,13 @@ async def test_the_specs_are_deferred_memory_tools_brought_in_by_what_people_say
     chat: Chat,
 ) -> None:
     tools = {tool.spec.name: tool.spec for tool in memory_tools(chat.store)}
-    assert set(tools) == {"memory.search", "person.profile", "memory.correct", "memory.forget"}
+    assert set(tools) == {
+        "memory.search",
+        "person.profile",
+        "memory.correct",
+        "memory.forget",
+        "memory.share",
+    }
     for spec in tools.values():
         assert (spec.domains, spec.visibility) == (("memory",), Visibility.DEFERRED)
     assert tools["memory.search"].read_only and tools["person.profile"].read_only
@@ -327,6 +347,7 @@ async def test_the_specs_are_deferred_memory_tools_brought_in_by_what_people_say
     said = {
         "你记错了": {"memory.search", "memory.correct"},
         "忘掉我喜欢榴莲": {"memory.search", "memory.forget"},
+        "我的事在别的群也可以说": {"memory.share"},
     }
     for text, wanted in said.items():
         assert {name for name, spec in tools.items() if hints_match(spec, text)} == wanted
