@@ -15,10 +15,10 @@ model "bench-embed". The rows are inserted in bulk with SQLAlchemy Core, straigh
 
 Then `--rounds` recalls (after a few untimed ones): a group, six present people with facts in
 it, a short query (a two-character food name) and a ~30-character impression sentence.
-"keyword" times `keyword_recall(engine, [q1, q2], scope, limit=8)`; "hybrid" times that plus
-`stored_vectors(engine, scope, "bench-embed", 256)` plus `top_by_cosine(query vector, rows, 8)`.
-The query's embedding is a network call to the model service and is not timed: a random vector
-stands in for it. Target: p99 <= 20 ms for both, printed PASS or MISS. The query plans of one
+"keyword" times `keyword_recall(engine, [q1, q2], scope, limit=8)`; "hybrid" times
+`recall_entries` with the same queries and a query vector of "bench-embed" (keyword scores, the
+visible vectors compared, one list). The query's embedding is a network call to the model
+service and is not timed: a random vector stands in for it. Target: p99 <= 20 ms for both, printed PASS or MISS. The query plans of one
 round's statements are printed under the figures.
 
 Size: the database file after `PRAGMA wal_checkpoint(TRUNCATE)` and again after `VACUUM`, per
@@ -67,14 +67,14 @@ from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
 from bench.stats import fmt, percentile, verdict  # noqa: E402
 from pallas.core.terms import index_terms  # noqa: E402
-from pallas.product.memory.vectors import pack, top_by_cosine  # noqa: E402
+from pallas.core.vectors import pack  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.memory import MAX_TEXT_CHARS, MemoryKind, MemoryLimits, owner_key  # noqa: E402
 from pallas.store.memory_recall import (  # noqa: E402
+    QueryVectors,
     RecallScope,
     keyword_recall,
-    load_records,
-    stored_vectors,
+    recall_entries,
 )
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
 from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm, Person, Stream  # noqa: E402
@@ -487,7 +487,6 @@ def make_rounds(plan: Plan, count: int, rng: random.Random) -> list[Round]:
 class Timings:
     keyword_ms: list[float] = field(default_factory=list)
     hybrid_ms: list[float] = field(default_factory=list)
-    vectors_ms: list[float] = field(default_factory=list)  # of hybrid: stored_vectors + cosine
     keyword_hits: list[int] = field(default_factory=list)
     vector_rows: list[int] = field(default_factory=list)
 
@@ -496,25 +495,20 @@ async def keyword(engine: AsyncEngine, r: Round) -> int:
     return len(await keyword_recall(engine, list(r.queries), r.scope, limit=LIMIT))
 
 
-async def vectors(engine: AsyncEngine, r: Round) -> int:
-    """As recall does it: the visible vectors, the nearest, then those entries' records."""
-    rows = await stored_vectors(engine, r.scope, MODEL, DIM)
-    nearest = top_by_cosine(r.vector, rows, LIMIT)
-    await load_records(engine, [entry_id for entry_id, _ in nearest])
-    return len(rows)
+async def hybrid(engine: AsyncEngine, r: Round) -> int:
+    """As recall does it: keyword scores, the visible vectors and the nearest, one list."""
+    vectors = QueryVectors(MODEL, DIM, [r.vector])
+    return (await recall_entries(engine, list(r.queries), r.scope, LIMIT, vectors)).vectors_read
 
 
 async def time_round(engine: AsyncEngine, r: Round, t: Timings) -> None:
     t0 = time.perf_counter()
     hits = await keyword(engine, r)
     t1 = time.perf_counter()
-    await keyword(engine, r)
+    rows = await hybrid(engine, r)
     t2 = time.perf_counter()
-    rows = await vectors(engine, r)
-    t3 = time.perf_counter()
     t.keyword_ms.append((t1 - t0) * 1000)
-    t.hybrid_ms.append((t3 - t1) * 1000)
-    t.vectors_ms.append((t3 - t2) * 1000)
+    t.hybrid_ms.append((t2 - t1) * 1000)
     t.keyword_hits.append(hits)
     t.vector_rows.append(rows)
 
@@ -546,7 +540,7 @@ async def query_plans(engine: AsyncEngine, r: Round) -> list[tuple[str, list[str
     """Each statement one hybrid round runs, with the database's plan for it."""
     with captured_sql(engine) as statements:
         await keyword(engine, r)
-        await vectors(engine, r)
+        await hybrid(engine, r)
     prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN "
     plans = []
     async with engine.connect() as conn:
@@ -707,8 +701,7 @@ def report_recall(r: Result) -> None:
     print(f"  recall, {len(t.keyword_ms)} rounds, {PRESENT} present, limit {LIMIT}")
     print(f"  {'(ms)':48}{'p50':>8}{'p99':>8}{'mean':>8}{'max':>8}")
     print(timing_row("keyword: keyword_recall (2 queries)", t.keyword_ms))
-    print(timing_row("hybrid: keyword + stored_vectors + top_by_cosine", t.hybrid_ms))
-    print(timing_row("  of which stored_vectors + top_by_cosine", t.vectors_ms))
+    print(timing_row("hybrid: recall_entries with a query vector", t.hybrid_ms))
     print(
         f"  per round: keyword hits mean {fmt(statistics.fmean(t.keyword_hits), 1)} "
         f"(limit {LIMIT}); vectors read mean {fmt(statistics.fmean(t.vector_rows), 0)}, "

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 from pallas.core.terms import index_terms
+from pallas.core.vectors import top_by_cosine
 from pallas.store.memory import (
     MemoryKind,
     MemoryRecord,
@@ -24,7 +25,8 @@ from pallas.store.memory import (
 from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm
 
 MAX_QUERY_TERMS = 64
-MAX_MATCHED_ENTRIES = 500  # best-scored entries checked for visibility, at most
+CANDIDATES_PER_HIT = 4  # best-scored entries loaded per wanted hit (some may not be visible)
+VECTOR_FLOOR = 0.3  # cosine below this is not a match, whatever the rank
 
 
 @dataclass(frozen=True)
@@ -40,87 +42,100 @@ class Recalled:
     score: float  # 0..1: the share of a query's terms the entry holds (best query)
 
 
+@dataclass(frozen=True)
+class QueryVectors:
+    """The queries embedded by one model: only that model's vectors of this size compare."""
+
+    model: str
+    dim: int
+    vectors: Sequence[Sequence[float]]
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    hits: list[Recalled]
+    vectors_read: int = 0  # stored vectors compared (0 when no vector search ran)
+
+
 async def keyword_recall(
     engine: AsyncEngine, queries: Sequence[str], scope: RecallScope, limit: int
 ) -> list[Recalled]:
-    """Entries holding the queries' terms, best first; several queries are deduplicated by
-    entry, each keeping its best score."""
+    return (await recall_entries(engine, queries, scope, limit)).hits
+
+
+async def recall_entries(
+    engine: AsyncEngine,
+    queries: Sequence[str],
+    scope: RecallScope,
+    limit: int,
+    vectors: QueryVectors | None = None,
+) -> RecallResult:
+    """The best `limit` visible entries for the queries, on one connection: keyword scores
+    (the share of a query's terms an entry holds, best query) and, with `vectors`, cosine
+    similarity, each entry once with its best score."""
+    if limit <= 0:
+        return RecallResult([])
+    async with engine.connect() as conn:
+        consenting = await _consenting(conn, scope.person_ids)
+        scores = await _keyword_scores(conn, queries, scope)
+        read = 0
+        if vectors is not None:
+            rows = await _vector_rows(conn, scope, vectors, consenting)
+            read = len(rows)
+            for query in vectors.vectors:
+                for entry_id, score in top_by_cosine(query, rows, limit):
+                    if score >= VECTOR_FLOOR and score > scores.get(entry_id, 0.0):
+                        scores[entry_id] = score
+        best = sorted(scores, key=lambda e: -scores[e])[: limit * CANDIDATES_PER_HIT]
+        records = [r for r in await _records(conn, best) if _wanted(r, scope, consenting)]
+    records.sort(key=lambda r: (-scores[r.id], -r.confidence, -r.id))
+    return RecallResult([Recalled(r, scores[r.id]) for r in records[:limit]], read)
+
+
+def _query_terms(query: str) -> frozenset[str]:
+    terms = index_terms(query)
+    return frozenset(sorted(terms)[:MAX_QUERY_TERMS]) if len(terms) > MAX_QUERY_TERMS else terms
+
+
+async def _keyword_scores(
+    conn: AsyncConnection, queries: Sequence[str], scope: RecallScope
+) -> dict[int, float]:
     wanted = [terms for q in queries if (terms := _query_terms(q))]
     every_term = sorted(set().union(*wanted)) if wanted else []
-    if not every_term or limit <= 0:
-        return []
+    if not every_term:
+        return {}
     owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
-    async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(MemoryTerm.entry_id, MemoryTerm.term).where(
-                MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term)
-            )
+    rows = await conn.execute(
+        select(MemoryTerm.entry_id, MemoryTerm.term).where(
+            MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term)
         )
-        held: dict[int, set[str]] = defaultdict(set)
-        for entry_id, term in rows:
-            held[int(entry_id)].add(term)
-        if not held:
-            return []
-        scores = {e: max(len(have & q) / len(q) for q in wanted) for e, have in held.items()}
-        best = sorted(scores, key=lambda e: -scores[e])[:MAX_MATCHED_ENTRIES]
-        visible = await _visible_among(conn, scope, best)
-        ranked = sorted(visible, key=lambda v: (-scores[v.id], -v.confidence, -v.id))[:limit]
-        records = await _records(conn, [v.id for v in ranked])
-    return [Recalled(records[v.id], scores[v.id]) for v in ranked if v.id in records]
+    )
+    held: dict[int, set[str]] = defaultdict(set)
+    for entry_id, term in rows:
+        held[int(entry_id)].add(term)
+    return {e: max(len(have & q) / len(q) for q in wanted) for e, have in held.items()}
 
 
-async def stored_vectors(
-    engine: AsyncEngine, scope: RecallScope, model: str, dim: int
+async def _vector_rows(
+    conn: AsyncConnection, scope: RecallScope, vectors: QueryVectors, consenting: frozenset[int]
 ) -> list[tuple[int, bytes]]:
-    """(entry id, vector) of the visible entries that have a vector from `model` with `dim`
-    dimensions: vectors from another model (or another size) live in another space and are
-    never compared. Two indexed reads: the present people's entries, the chat's own."""
+    """(id, vector) of the visible entries in the queries' space: the present people's
+    entries and the chat's own group entries, each read by its index, in one statement."""
     same_space = (
-        (MemoryEntry.embedding_model == model)
-        & (MemoryEntry.embedding_dim == dim)
+        (MemoryEntry.embedding_model == vectors.model)
+        & (MemoryEntry.embedding_dim == vectors.dim)
         & MemoryEntry.embedding.is_not(None)
+        & _active(scope)
     )
     columns = [*_VISIBILITY_COLUMNS, MemoryEntry.embedding]
-    async with engine.connect() as conn:
-        consenting = await _consenting(conn, scope.person_ids)
-        people = await conn.execute(
-            select(*columns).where(
-                MemoryEntry.person_id.in_(scope.person_ids or (-1,)), _active(scope), same_space
-            )
-        )
-        group = await conn.execute(
-            select(*columns).where(
-                MemoryEntry.stream_id == scope.stream_id,
-                MemoryEntry.person_id.is_(None),
-                _active(scope),
-                same_space,
-            )
-        )
-        rows = [*people, *group]
+    people = select(*columns).where(
+        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), same_space
+    )
+    group = select(*columns).where(
+        MemoryEntry.stream_id == scope.stream_id, MemoryEntry.person_id.is_(None), same_space
+    )
+    rows = await conn.execute(union_all(people, group))
     return [(r.id, bytes(r.embedding)) for r in rows if _may_see(r, scope, consenting)]
-
-
-async def load_records(engine: AsyncEngine, entry_ids: Sequence[int]) -> dict[int, MemoryRecord]:
-    async with engine.connect() as conn:
-        return await _records(conn, entry_ids)
-
-
-async def unembedded(
-    engine: AsyncEngine, scope: RecallScope, model: str, limit: int
-) -> list[MemoryRecord]:
-    """Visible entries without a vector from `model` yet (to embed in the background)."""
-    async with engine.connect() as conn:
-        consenting = await _consenting(conn, scope.person_ids)
-        rows = await conn.execute(
-            select(*_RECORD_COLUMNS)
-            .where(
-                MemoryEntry.person_id.in_(scope.person_ids or (-1,)),
-                _active(scope),
-                MemoryEntry.embedding_model != model,
-            )
-            .limit(limit)
-        )
-        return [to_record(r) for r in rows if _may_see(r, scope, consenting)]
 
 
 _RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
@@ -131,11 +146,6 @@ _VISIBILITY_COLUMNS = [
     MemoryEntry.person_id,
     MemoryEntry.confidence,
 ]
-
-
-def _query_terms(query: str) -> frozenset[str]:
-    terms = index_terms(query)
-    return frozenset(sorted(terms)[:MAX_QUERY_TERMS]) if len(terms) > MAX_QUERY_TERMS else terms
 
 
 def _active(scope: RecallScope) -> ColumnElement[bool]:
@@ -154,6 +164,14 @@ def _may_see(row: Any, scope: RecallScope, consenting: frozenset[int]) -> bool:
     return row.kind == MemoryKind.FACT.value and row.person_id in consenting
 
 
+def _wanted(record: MemoryRecord, scope: RecallScope, consenting: frozenset[int]) -> bool:
+    return (
+        record.status is MemoryStatus.ACTIVE
+        and record.kind in scope.kinds
+        and _may_see(record, scope, consenting)
+    )
+
+
 async def _consenting(conn: AsyncConnection, person_ids: Sequence[int]) -> frozenset[int]:
     if not person_ids:
         return frozenset()
@@ -163,18 +181,8 @@ async def _consenting(conn: AsyncConnection, person_ids: Sequence[int]) -> froze
     return frozenset(int(r[0]) for r in rows)
 
 
-async def _visible_among(
-    conn: AsyncConnection, scope: RecallScope, entry_ids: Sequence[int]
-) -> list[Any]:
-    consenting = await _consenting(conn, scope.person_ids)
-    rows = await conn.execute(
-        select(*_VISIBILITY_COLUMNS).where(MemoryEntry.id.in_(entry_ids), _active(scope))
-    )
-    return [r for r in rows if _may_see(r, scope, consenting)]
-
-
-async def _records(conn: AsyncConnection, entry_ids: Sequence[int]) -> dict[int, MemoryRecord]:
+async def _records(conn: AsyncConnection, entry_ids: Sequence[int]) -> list[MemoryRecord]:
     if not entry_ids:
-        return {}
-    rows = await conn.execute(select(*_RECORD_COLUMNS).where(MemoryEntry.id.in_(entry_ids)))
-    return {int(r.id): to_record(r) for r in rows}
+        return []
+    query = select(*_RECORD_COLUMNS).where(MemoryEntry.id.in_(entry_ids))
+    return [to_record(r) for r in await conn.execute(query)]

@@ -16,7 +16,7 @@ from loguru import logger
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.memory.vectors import pack
+from pallas.core.vectors import pack
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.results import CallTag, Purpose

@@ -20,21 +20,13 @@ from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder, EmbedFailed
-from pallas.product.memory.vectors import top_by_cosine
 from pallas.store.conversation import WindowLine, window_up_to
-from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStore
-from pallas.store.memory_recall import (
-    Recalled,
-    RecallScope,
-    keyword_recall,
-    load_records,
-    stored_vectors,
-)
+from pallas.store.memory import MemoryKind, MemoryStore
+from pallas.store.memory_recall import QueryVectors, Recalled, RecallScope, recall_entries
 
 IMPRESSION_CHARS = 200
 MEMORY_PRIORITY = 5
 BEHAVIOR_PRIORITY = 8  # kept longer than recalled facts when the budget is short
-VECTOR_FLOOR = 0.3  # cosine below this is not a match, whatever the rank
 
 
 def present_people(lines: Sequence[WindowLine], batch_senders: Sequence[int]) -> tuple[int, ...]:
@@ -53,18 +45,6 @@ def recall_queries(turn_text: str, lines: Sequence[WindowLine], batch_ids: set[i
     )
     queries = [turn_text.strip(), before[-IMPRESSION_CHARS:].strip()]
     return [q for q in dict.fromkeys(queries) if q]
-
-
-def merge_hits(
-    keyword: Sequence[Recalled], vector: Sequence[tuple[MemoryRecord, float]], limit: int
-) -> list[Recalled]:
-    """One list, each entry once with its best score, best first."""
-    best: dict[int, Recalled] = {r.record.id: r for r in keyword}
-    for record, score in vector:
-        if score >= VECTOR_FLOOR and (record.id not in best or best[record.id].score < score):
-            best[record.id] = Recalled(record, score)
-    ranked = sorted(best.values(), key=lambda r: (-r.score, -r.record.confidence, -r.record.id))
-    return ranked[:limit]
 
 
 def render_memories(found: Sequence[Recalled], names: dict[int, str], today: datetime) -> str:
@@ -112,40 +92,30 @@ class MemoryRecall:
         present = present_people(lines, [person for _, person in batch])
         queries = recall_queries(text, lines, {mid for mid, _ in batch})
         scope = RecallScope(stream_id, present)
-        limit = self._config.recall_limit
-        found = await keyword_recall(self._engine, queries, scope, limit)
-        trace: dict[str, Any] = {
-            "mode": "keyword",
-            "queries": len(queries),
-            "present": len(present),
-        }
-        if self._embedder is not None and self._embedder.configured and queries:
-            found = await self._with_vectors(queries, scope, found, limit, trace, stream_id)
-        trace["found"] = [hit.record.id for hit in found]
+        trace: dict[str, Any] = {"queries": len(queries), "present": len(present)}
+        vectors = await self._query_vectors(queries, trace, stream_id)
+        result = await recall_entries(
+            self._engine, queries, scope, self._config.recall_limit, vectors
+        )
+        trace["mode"] = "keyword" if vectors is None else "hybrid"
+        if vectors is not None:
+            trace.update(embedding_model=vectors.model, vectors=result.vectors_read)
+        trace["found"] = [hit.record.id for hit in result.hits]
         names = {line.sender_person_id: line.speaker for line in lines if line.speaker}
-        shown = render_memories(found, names, self._clock())
+        shown = render_memories(result.hits, names, self._clock())
         return ContextBlock(self.name, "你记得的事", shown, MEMORY_PRIORITY, trace)
 
-    async def _with_vectors(
-        self,
-        queries: list[str],
-        scope: RecallScope,
-        keyword: list[Recalled],
-        limit: int,
-        trace: dict[str, Any],
-        stream_id: int,
-    ) -> list[Recalled]:
-        assert self._embedder is not None
+    async def _query_vectors(
+        self, queries: list[str], trace: dict[str, Any], stream_id: int
+    ) -> QueryVectors | None:
+        """The queries embedded, when an embedding model is configured and answers."""
+        if self._embedder is None or not self._embedder.configured or not queries:
+            return None
         answer = await self._embedder.embed(queries, stream_id)
         if isinstance(answer, EmbedFailed):
             trace["fallback"] = answer.reason
-            return keyword
-        rows = await stored_vectors(self._engine, scope, answer.model, answer.dim)
-        nearest = [hit for q in answer.vectors for hit in top_by_cosine(q, rows, limit)]
-        records = await load_records(self._engine, [entry_id for entry_id, _ in nearest])
-        trace.update(mode="hybrid", embedding_model=answer.model, vectors=len(rows))
-        hits = [(records[i], score) for i, score in nearest if i in records]
-        return merge_hits(keyword, hits, limit)
+            return None
+        return QueryVectors(answer.model, answer.dim, answer.vectors)
 
 
 class BehaviorGuidance:

@@ -11,19 +11,17 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.vectors import pack, top_by_cosine
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
 from pallas.product.memory.recall import (
     MemoryRecall,
-    merge_hits,
     present_people,
     recall_queries,
 )
-from pallas.product.memory.vectors import pack, top_by_cosine
 from pallas.providers.catalog import ModelType
 from pallas.store.conversation import WindowLine
 from pallas.store.memory import MemoryKind, MemoryStore, NewMemory
-from pallas.store.memory_recall import Recalled
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.providers.support import catalog, harness, model
 from tests.support.fake_llm import EMBEDDING_DIMENSIONS, FakeModelServer, Stall, Status
@@ -148,15 +146,3 @@ async def test_an_answer_of_another_size_falls_back_to_keywords(room: Room) -> N
     assert f"answered {EMBEDDING_DIMENSIONS} dimensions, stored vectors have {wrong}" in str(
         trace["fallback"]
     )
-
-
-def test_merging_keeps_each_entry_once_with_its_best_score() -> None:
-    @dataclass(frozen=True)
-    class R:
-        id: int
-        confidence: float = 0.6
-
-    a, b = R(1), R(2)
-    keyword = [Recalled(a, 0.5)]  # type: ignore[arg-type]
-    merged = merge_hits(keyword, [(a, 0.9), (b, 0.2)], 5)  # type: ignore[list-item]
-    assert [(r.record.id, r.score) for r in merged] == [(1, 0.9)]  # b is below the floor

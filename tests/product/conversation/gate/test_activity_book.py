@@ -24,9 +24,7 @@ async def test_a_burst_into_a_cold_stream_shares_one_load_and_one_view(
     book = ActivityBook(engine)
     statements = EngineEvents(engine, "before_cursor_execute")
     try:
-        views = await asyncio.gather(
-            *(book.get(written.stream_id, BOT_ID, now) for _ in range(20))
-        )
+        views = await asyncio.gather(*(book.get(written.stream_id, BOT_ID, now) for _ in range(20)))
     finally:
         statements.close()
     assert all(view is views[0] for view in views)
