@@ -25,7 +25,7 @@ from pallas.store.memory import (
 from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm
 
 MAX_QUERY_TERMS = 64
-CANDIDATES_PER_HIT = 4  # best-scored entries loaded per wanted hit (some may not be visible)
+CANDIDATES_PER_HIT = 2  # best-scored entries loaded per wanted hit (some may not be visible)
 VECTOR_FLOOR = 0.3  # cosine below this is not a match, whatever the rank
 
 
@@ -119,33 +119,30 @@ async def _keyword_scores(
 async def _vector_rows(
     conn: AsyncConnection, scope: RecallScope, vectors: QueryVectors, consenting: frozenset[int]
 ) -> list[tuple[int, bytes]]:
-    """(id, vector) of the visible entries in the queries' space: the present people's
-    entries and the chat's own group entries, each read by its index, in one statement."""
+    """(id, vector) of the visible entries in the queries' space, in one statement: the
+    present people's entries (from other chats only with consent) and the chat's own group
+    entries, each read by its index. The SQL is the visibility rule here."""
     same_space = (
         (MemoryEntry.embedding_model == vectors.model)
         & (MemoryEntry.embedding_dim == vectors.dim)
         & MemoryEntry.embedding.is_not(None)
         & _active(scope)
     )
-    columns = [*_VISIBILITY_COLUMNS, MemoryEntry.embedding]
+    here_or_shared = (MemoryEntry.stream_id == scope.stream_id) | MemoryEntry.person_id.in_(
+        consenting or (-1,)
+    )
+    columns = (MemoryEntry.id, MemoryEntry.embedding)
     people = select(*columns).where(
-        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), same_space
+        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), here_or_shared, same_space
     )
     group = select(*columns).where(
         MemoryEntry.stream_id == scope.stream_id, MemoryEntry.person_id.is_(None), same_space
     )
-    rows = await conn.execute(union_all(people, group))
-    return [(r.id, bytes(r.embedding)) for r in rows if _may_see(r, scope, consenting)]
+    rows = (await conn.execute(union_all(people, group))).all()
+    return [(entry_id, bytes(blob)) for entry_id, blob in rows]
 
 
 _RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
-_VISIBILITY_COLUMNS = [
-    MemoryEntry.id,
-    MemoryEntry.kind,
-    MemoryEntry.stream_id,
-    MemoryEntry.person_id,
-    MemoryEntry.confidence,
-]
 
 
 def _active(scope: RecallScope) -> ColumnElement[bool]:

@@ -1,0 +1,168 @@
+"""End to end: memory through the real bot process, fake NapCat and the fake model.
+
+A fact taught in a group is stored by the extraction job and recalled in a later turn's
+prompt (the trace says keyword); another group does not see it; a correction replaces it; a
+forget removes it; a profane "fact" is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
+from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.timeline_db import TimelineDb, wait_for
+
+SELF_ID = 46_101
+MODEL = "e2e-memory"
+GROUP, OTHER_GROUP, THIRD_GROUP, MING = 7801, 7802, 7803, 8801
+# The extraction runs this long after the turn: time for the test to script its answer.
+AGENT_FILE = "memory:\n  extraction_delay_s: 2\n"
+
+
+def call(name: str, **arguments: object) -> Reply:
+    return Reply("", (ToolCallSpec(name, json.dumps(arguments, ensure_ascii=False)),))
+
+
+class NapCat(FakeNapCat):
+    def __init__(self, ws_url: str) -> None:
+        super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
+        self.responders["send_group_msg"] = lambda _params: {"message_id": next_message_id()}
+
+    def sends(self) -> int:
+        return sum(call["action"] == "send_group_msg" for call in self.api_calls)
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def bot(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> AsyncIterator[BotProcess]:
+    workdir = tmp_path_factory.mktemp("memory")
+    (workdir / "config").mkdir()
+    (workdir / "config" / "agent.yml").write_text(AGENT_FILE, encoding="utf-8")
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-e2e"}
+    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
+    process.start()
+    await process.wait_ready()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def napcat(bot: BotProcess) -> AsyncIterator[NapCat]:
+    client = NapCat(bot.ws_url)
+    await client.connect()
+    yield client
+    await client.close()
+
+
+async def say(
+    napcat: NapCat, words: str, *, group: int = GROUP, replies: int = 1
+) -> dict[str, Any]:
+    """@ the bot and wait for its answer to be sent."""
+    before = napcat.sends()
+    event = napcat.group_message(group, MING, [at(SELF_ID), text(f" {words}")], nickname="小明")
+    await napcat.send_event(event)
+    await wait_for(lambda: napcat.sends() >= before + replies, timeout=15, what="the reply")
+    return event
+
+
+def our_id(db: TimelineDb, event: dict[str, Any]) -> int:
+    value = db.scalar(
+        "SELECT id FROM message WHERE platform_message_id = ?", str(event["message_id"])
+    )
+    assert value is not None
+    return int(value)
+
+
+def entries(db: TimelineDb) -> list[dict[str, Any]]:
+    return db.query("SELECT id, text, status FROM memory_entry ORDER BY id")
+
+
+def prompt(model: FakeModelServer) -> str:
+    return str(model.requests_for(MODEL)[-1].body["messages"][-1]["content"])
+
+
+async def test_taught_recalled_kept_apart_corrected_and_forgotten(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db = TimelineDb(bot.db_path)
+    model.script(MODEL, call("reply", text="好，记住了"))
+    taught = await say(napcat, "记住，我最喜欢吃榴莲")
+    model.script(
+        MODEL,
+        call(
+            "memory__remember",
+            message_id=our_id(db, taught),
+            about_user_id=str(MING),
+            kind="fact",
+            text="小明最喜欢吃榴莲",
+        ),
+    )
+    [entry] = await wait_for(lambda: entries(db), timeout=20, what="the extracted fact")
+    assert (entry["text"], entry["status"]) == ("小明最喜欢吃榴莲", "active")
+
+    model.script(MODEL, call("reply", text="榴莲"))
+    await say(napcat, "我最喜欢吃什么水果")
+    assert "小明最喜欢吃榴莲" in prompt(model)
+    payload = json.loads(
+        db.scalar("SELECT payload FROM event WHERE kind = 'context_assembled' ORDER BY id DESC")
+    )
+    assert payload["sources"]["memory"]["mode"] == "keyword"
+
+    model.script(MODEL, call("reply", text="不知道"))
+    await say(napcat, "我最喜欢吃什么水果", group=OTHER_GROUP)
+    assert "榴莲" not in prompt(model).split("【聊天记录】")[0]
+
+    model.script(
+        MODEL,
+        call("memory__correct", memory_id=entry["id"], text="小明最喜欢吃芒果"),
+        call("reply", text="改好了"),
+    )
+    await say(napcat, "你记错了，我最喜欢的是芒果")
+    assert [e["text"] for e in entries(db)] == ["小明最喜欢吃芒果"]
+
+    model.script(MODEL, call("memory__forget", memory_id=entry["id"]), call("reply", text="忘了"))
+    await say(napcat, "把我爱吃什么忘掉吧")
+    assert [e["status"] for e in entries(db)] == ["forgotten"]
+
+
+async def test_a_profane_fact_is_refused(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db = TimelineDb(bot.db_path)
+    before = len(entries(db))
+    model.script(MODEL, call("reply", text="？"))
+    # Another group: its own extraction run (runs are per chat and minute).
+    taught = await say(napcat, "记住，我是个傻逼", group=THIRD_GROUP)
+    model.script(
+        MODEL,
+        call(
+            "memory__remember",
+            message_id=our_id(db, taught),
+            about_user_id=str(MING),
+            kind="fact",
+            text="小明是个傻逼",
+        ),
+    )
+    stream = db.scalar("SELECT stream_id FROM message WHERE id = ?", our_id(db, taught))
+    await wait_for(
+        lambda: (db.scalar("SELECT last_message_id FROM memory_cursor WHERE stream_id = ?", stream)
+                 or 0) >= our_id(db, taught),
+        timeout=20,
+        what="the extraction run",
+    )  # fmt: skip
+    assert len(entries(db)) == before
+    assert "memory: refused from message" in bot.log_path.read_text(encoding="utf-8")
