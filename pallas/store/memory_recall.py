@@ -69,10 +69,13 @@ async def recall_entries(
     scope: RecallScope,
     limit: int,
     vectors: QueryVectors | None = None,
+    always_about: Sequence[int] = (),
 ) -> RecallResult:
     """The best `limit` visible entries for the queries, on one connection: keyword scores
     (the share of a query's terms an entry holds, best query) and, with `vectors`, cosine
-    similarity, each entry once with its best score."""
+    similarity, each entry once with its best score. Room left is filled with the newest facts
+    learned here about `always_about` (the people talking to the bot), score 0: what anyone
+    remembers about whoever is speaking, whatever the words."""
     if limit <= 0:
         return RecallResult([])
     async with engine.connect() as conn:
@@ -88,8 +91,29 @@ async def recall_entries(
                         scores[entry_id] = score
         best = sorted(scores, key=lambda e: -scores[e])[: limit * CANDIDATES_PER_HIT]
         records = [r for r in await _records(conn, best) if _wanted(r, scope, consenting)]
-    records.sort(key=lambda r: (-scores[r.id], -r.confidence, -r.id))
-    return RecallResult([Recalled(r, scores[r.id]) for r in records[:limit]], read)
+        records.sort(key=lambda r: (-scores[r.id], -r.confidence, -r.id))
+        hits = [Recalled(r, scores[r.id]) for r in records[:limit]]
+        if len(hits) < limit and always_about:
+            hits += await _about(conn, scope, always_about, {h.record.id for h in hits}, limit)
+    return RecallResult(hits[:limit], read)
+
+
+async def _about(
+    conn: AsyncConnection, scope: RecallScope, people: Sequence[int], have: set[int], limit: int
+) -> list[Recalled]:
+    query = (
+        select(*_RECORD_COLUMNS)
+        .where(
+            MemoryEntry.stream_id == scope.stream_id,
+            MemoryEntry.person_id.in_(people),
+            MemoryEntry.kind == MemoryKind.FACT.value,
+            MemoryEntry.status == MemoryStatus.ACTIVE.value,
+        )
+        .order_by(MemoryEntry.last_seen_at.desc())
+        .limit(limit + len(have))
+    )
+    rows = [to_record(r) for r in await conn.execute(query)]
+    return [Recalled(r, 0.0) for r in rows if r.id not in have]
 
 
 def _query_terms(query: str) -> frozenset[str]:

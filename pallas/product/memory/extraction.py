@@ -21,6 +21,7 @@ from typing import Any
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.terms import index_terms, overlap
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
 from pallas.product.llm.tools.registry import to_wire
@@ -63,7 +64,7 @@ SYSTEM_PROMPT = "\n".join(
 class Proposal:
     """One `memory.remember` call, as the model made it."""
 
-    message_id: int
+    message_id: int | None  # the line it came from; None: the line is inferred from the text
     about_user_id: str | None
     kind: MemoryKind
     text: str
@@ -201,7 +202,7 @@ def remember_tool() -> dict[str, Any]:
                     "kind": {"type": "string", "enum": [k.value for k in MemoryKind]},
                     "text": {"type": "string", "description": "第三人称的一句话，200 字以内"},
                 },
-                "required": ["message_id", "about_user_id", "kind", "text"],
+                "required": ["about_user_id", "kind", "text"],
             },
         },
     }
@@ -249,8 +250,9 @@ def _proposal(call: ToolCall) -> Proposal | None:
         return None
     try:
         kind = MemoryKind(str(args.get("kind", "")))
-        message_id = int(args["message_id"])
-    except (KeyError, TypeError, ValueError):
+        raw_id = args.get("message_id")
+        message_id = None if raw_id is None else int(raw_id)
+    except (TypeError, ValueError):
         return None
     about = args.get("about_user_id")
     text = args.get("text")
@@ -270,14 +272,13 @@ async def _judge(
     deps: ExtractionDeps,
     now: datetime,
 ) -> list[NewMemory]:
-    by_id = {line.message_id: line for line in lines}
     person_of = {line.user_id: line.sender_person_id for line in lines}
     accepted: list[NewMemory] = []
     recent: dict[int, list[datetime]] = {}
     for proposal in proposals:
-        source = by_id.get(proposal.message_id)
+        source = source_line(proposal, lines)
         if source is None:
-            logger.info("memory: proposal refused: message {} was not shown", proposal.message_id)
+            logger.info("memory: proposal refused: no shown line it came from ({})", proposal)
             continue
         item = _to_memory(proposal, source, person_of, stream_id, job_id)
         if item is None:
@@ -312,6 +313,22 @@ async def _judge(
         recent[author].append(now)
         accepted.append(item)
     return accepted
+
+
+def source_line(proposal: Proposal, lines: Sequence[WindowLine]) -> WindowLine | None:
+    """The line a proposal was drawn from: the one it names, else the shown line its text
+    shares most terms with (the subject's own line first on a tie, then the newest). Its
+    writer is the teacher, so a fact about someone else drawn from another person's line is
+    about someone other than its author, as it should be."""
+    if proposal.message_id is not None:
+        return next((line for line in lines if line.message_id == proposal.message_id), None)
+    wanted = index_terms(proposal.text)
+    scored = [
+        (overlap(wanted, index_terms(line.text)), line.user_id == proposal.about_user_id, line)
+        for line in lines
+    ]
+    best = max(scored, key=lambda s: (s[0], s[1], s[2].message_id), default=None)
+    return best[2] if best is not None and best[0] > 0 else None
 
 
 def _to_memory(

@@ -94,8 +94,9 @@ class MemoryRecall:
         scope = RecallScope(stream_id, present)
         trace: dict[str, Any] = {"queries": len(queries), "present": len(present)}
         vectors = await self._query_vectors(queries, trace, stream_id)
+        senders = tuple(dict.fromkeys(person for _, person in batch))
         result = await recall_entries(
-            self._engine, queries, scope, self._config.recall_limit, vectors
+            self._engine, queries, scope, self._config.recall_limit, vectors, senders
         )
         trace["mode"] = "keyword" if vectors is None else "hybrid"
         if vectors is not None:

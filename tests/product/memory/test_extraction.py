@@ -64,11 +64,13 @@ def test_only_well_formed_remember_calls_are_proposals() -> None:
         tool("web__fetch", good),
         tool("memory__remember", ["not", "an", "object"]),
         tool("memory__remember", {**good, "about_user_id": None, "kind": "behavior"}),
+        tool("memory__remember", {k: v for k, v in good.items() if k != "message_id"}),
     ]
     proposals = parse_proposals(calls)
     assert [(p.message_id, p.about_user_id, p.kind, p.text) for p in proposals] == [
         (5, "42", MemoryKind.FACT, "小明是程序员"),
         (5, None, MemoryKind.BEHAVIOR, "小明是程序员"),
+        (None, "42", MemoryKind.FACT, "小明是程序员"),
     ]
 
 
@@ -189,6 +191,23 @@ async def test_ten_thousand_lines_cost_one_bounded_call(kit: Kit) -> None:
     assert len(shown["messages"]) == 10  # the newest candidates only
     assert shown["messages"][-1]["message_id"] == last.message_id
     assert await kit.store.cursor(last.stream_id) == last.message_id
+
+
+async def test_without_a_message_id_the_source_line_is_the_one_the_text_came_from(
+    kit: Kit,
+) -> None:
+    ming = await kit.say("我在杭州上班", user_id="42")
+    hong = await kit.say("我在读大学", user_id="43")
+    await kit.say("我是小红的同学，小红是学霸", user_id="42")  # Ming about Hong
+    kit.script(
+        {"about_user_id": "42", "kind": "fact", "text": "小明在杭州上班"},
+        {"about_user_id": "43", "kind": "fact", "text": "小红是学霸"},
+        {"about_user_id": "43", "kind": "fact", "text": "小红在读大学"},
+    )
+    await kit.run(ming.stream_id)
+    kept = {e.text: e.source_message_ids for e in await kit.store.entries()}
+    # "小红是学霸" came from Ming's line: a fact about someone else, refused.
+    assert kept == {"小明在杭州上班": (ming.message_id,), "小红在读大学": (hong.message_id,)}
 
 
 async def test_a_model_failure_leaves_the_cursor_for_the_retry(kit: Kit) -> None:

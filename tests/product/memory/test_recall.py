@@ -113,6 +113,13 @@ async def test_keyword_recall_without_an_embedding_model(room: Room) -> None:
     assert "fallback" not in trace
 
 
+async def test_the_speakers_own_facts_come_even_without_a_shared_word(room: Room) -> None:
+    text, trace = await room.ask(room.recall(), "你还记得我吗")
+    assert "小红喜欢吃榴莲" in text  # Hong asks: her own fact
+    assert "本群每周五晚上开黑" not in text  # no word shared, not about the speaker
+    assert trace["mode"] == "keyword"
+
+
 async def test_hybrid_when_the_embedding_model_answers(room: Room) -> None:
     embedder = room.embedder()
     for entry in await room.store.entries():
