@@ -18,8 +18,8 @@ it, a short query (a two-character food name) and a ~30-character impression sen
 "keyword" times `keyword_recall(engine, [q1, q2], scope, limit=8)`; "hybrid" times
 `recall_entries` with the same queries and a query vector of "bench-embed" (keyword scores, the
 visible vectors compared, one list). The query's embedding is a network call to the model
-service and is not timed: a random vector stands in for it. Target: p99 <= 20 ms for both, printed PASS or MISS. The query plans of one
-round's statements are printed under the figures.
+service and is not timed: a random vector stands in for it. Target: p99 <= 20 ms for both,
+printed PASS or MISS. The query plans of one round's statements are printed under the figures.
 
 Size: the database file after `PRAGMA wal_checkpoint(TRUNCATE)` and again after `VACUUM`, per
 object from the `dbstat` virtual table when SQLite has it, per 10,000 facts; and `memory_term`

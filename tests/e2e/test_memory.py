@@ -145,7 +145,7 @@ async def test_a_profane_fact_is_refused(
     db = TimelineDb(bot.db_path)
     before = len(entries(db))
     model.script(MODEL, call("reply", text="？"))
-    # Another group: its own extraction run (runs are per chat and minute).
+    # Another group: its own extraction run (runs are per chat and time slot).
     taught = await say(napcat, "记住，我是个傻逼", group=THIRD_GROUP)
     model.script(
         MODEL,

@@ -9,9 +9,9 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True  # extraction after turns, recall into the context, the memory tools
-    # A chat's extraction runs this long after its turn; turns ending in the same minute
-    # share one run (and one model call), so a line is read within about a minute and a half.
-    extraction_delay_s: int = Field(default=20, ge=0, le=600)
+    # A chat's extraction runs this long after its turn; turns ending within the same half
+    # minute share one run (and one model call): a line is read within delay + 30 s.
+    extraction_delay_s: int = Field(default=15, ge=0, le=600)
     extraction_messages: int = Field(default=60, ge=5, le=400)  # newest read per run
     extraction_candidates: int = Field(default=30, ge=1, le=200)  # shown to the model
     recall_limit: int = Field(default=8, ge=0, le=40)  # entries shown per turn

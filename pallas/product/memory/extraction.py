@@ -1,7 +1,7 @@
 """Writing memory: after a turn, a durable job reads what the chat said since the last run,
 asks the model what (if anything) is worth keeping, and stores what passes the guard.
 
-  turn ended -> job `memory.extract` (one per chat and minute, due a little later)
+  turn ended -> job `memory.extract` (one per chat and 30 s slot, due a little later)
   -> lines after the chat's cursor -> candidates (pure filter; none: no model call)
   -> one model call offering `memory.remember` (calling nothing = remember nothing)
   -> each proposal: its source line, its author, the teaching guard
@@ -40,7 +40,8 @@ from pallas.store.memory import MemoryKind, MemoryStore, NewMemory
 EXTRACT_KIND = "memory.extract"
 REMEMBER = "memory.remember"
 KNOWN_PER_PERSON = 5  # what is already known about each speaker, shown to avoid repeats
-COOLDOWN_LOOKBACK = timedelta(hours=1)
+COOLDOWN_LOOKBACK = timedelta(hours=1)  # longer than the guard's window plus its cooldown
+RUN_SLOT_S = 30
 
 SYSTEM_PROMPT = "\n".join(
     (
@@ -97,15 +98,15 @@ class MemoryObserver:
         if ended.ending not in (TurnEnding.DONE, TurnEnding.SILENT):
             return
         due = ended.at + timedelta(seconds=self._config.extraction_delay_s)
-        # One run per chat and minute: turns ending close together share it. When this
-        # minute's run has already started, the next minute's takes these lines.
-        minute = int(due.timestamp() // 60)
-        for bucket in (minute, minute + 1):
+        # One run per chat and half minute: turns ending close together share it. When that
+        # run has already started, the next one takes these lines (within RUN_SLOT_S more).
+        slot = int(due.timestamp() // RUN_SLOT_S)
+        for bucket in (slot, slot + 1):
             ref = await self._jobs.enqueue(
                 EXTRACT_KIND,
                 {"stream_id": ended.stream_id},
                 key=f"{EXTRACT_KIND}:{ended.stream_id}:{bucket}",
-                due_at=max(due, datetime.fromtimestamp(bucket * 60, UTC)),
+                due_at=max(due, datetime.fromtimestamp(bucket * RUN_SLOT_S, UTC)),
             )
             if ref.created or await self._still_pending(ref.id):
                 return

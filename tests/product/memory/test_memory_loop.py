@@ -227,3 +227,24 @@ async def test_nothing_promising_costs_no_model_call(
     await at_bot(runtime, "早上好")
     await until_async(lambda: _job_idle(runtime))
     assert len(model_server.requests_for(MODEL)) == 1  # the turn's call only
+
+
+async def test_taught_manners_go_to_behaviour_and_guide_later_turns(
+    runtime: Runtime, model_server: FakeModelServer
+) -> None:
+    model_server.script(MODEL, call("reply", text="哦"))
+    await at_bot(
+        runtime,
+        "你话太多了，回复短一点",
+        then=lambda mid: model_server.script(
+            MODEL, remember(mid, "回复要短一点", about=None, kind="behavior")
+        ),
+    )
+    await extracted(runtime, 1)
+    [entry] = await runtime.memory.entries()
+    assert (entry.kind.value, entry.person_id) == ("behavior", None)
+    model_server.script(MODEL, call("reply", text="好"))
+    await at_bot(runtime, "今天吃啥")
+    shown = last_prompt(model_server).split("【聊天记录】")[0]
+    assert "这个群希望你" in shown and "回复要短一点" in shown
+    assert "关于群：回复要短一点" not in shown  # guidance, not a fact
