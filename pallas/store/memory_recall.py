@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -79,18 +78,17 @@ async def recall_entries(
     if limit <= 0:
         return RecallResult([])
     async with engine.connect() as conn:
-        consenting = await _consenting(conn, scope.person_ids)
         scores = await _keyword_scores(conn, queries, scope)
         read = 0
         if vectors is not None:
-            rows = await _vector_rows(conn, scope, vectors, consenting)
+            rows = await _vector_rows(conn, scope, vectors)
             read = len(rows)
             for query in vectors.vectors:
                 for entry_id, score in top_by_cosine(query, rows, limit):
                     if score >= VECTOR_FLOOR and score > scores.get(entry_id, 0.0):
                         scores[entry_id] = score
         best = sorted(scores, key=lambda e: -scores[e])[: limit * CANDIDATES_PER_HIT]
-        records = [r for r in await _records(conn, best) if _wanted(r, scope, consenting)]
+        records = await _visible_records(conn, scope, best)
         records.sort(key=lambda r: (-scores[r.id], -r.confidence, -r.id))
         hits = [Recalled(r, scores[r.id]) for r in records[:limit]]
         if len(hits) < limit and always_about:
@@ -141,7 +139,7 @@ async def _keyword_scores(
 
 
 async def _vector_rows(
-    conn: AsyncConnection, scope: RecallScope, vectors: QueryVectors, consenting: frozenset[int]
+    conn: AsyncConnection, scope: RecallScope, vectors: QueryVectors
 ) -> list[tuple[int, bytes]]:
     """(id, vector) of the visible entries in the queries' space, in one statement: the
     present people's entries (from other chats only with consent) and the chat's own group
@@ -150,14 +148,11 @@ async def _vector_rows(
         (MemoryEntry.embedding_model == vectors.model)
         & (MemoryEntry.embedding_dim == vectors.dim)
         & MemoryEntry.embedding.is_not(None)
-        & _active(scope)
-    )
-    here_or_shared = (MemoryEntry.stream_id == scope.stream_id) | MemoryEntry.person_id.in_(
-        consenting or (-1,)
+        & _visible(scope)
     )
     columns = (MemoryEntry.id, MemoryEntry.embedding)
     people = select(*columns).where(
-        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), here_or_shared, same_space
+        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), same_space
     )
     group = select(*columns).where(
         MemoryEntry.stream_id == scope.stream_id, MemoryEntry.person_id.is_(None), same_space
@@ -175,35 +170,27 @@ def _active(scope: RecallScope) -> ColumnElement[bool]:
     )
 
 
-def _may_see(row: Any, scope: RecallScope, consenting: frozenset[int]) -> bool:
-    """The chat's own entries about the group or a present person; a present person's facts
-    from elsewhere only with their consent."""
-    if row.person_id is not None and row.person_id not in scope.person_ids:
-        return False
-    if row.stream_id == scope.stream_id:
-        return True
-    return row.kind == MemoryKind.FACT.value and row.person_id in consenting
-
-
-def _wanted(record: MemoryRecord, scope: RecallScope, consenting: frozenset[int]) -> bool:
-    return (
-        record.status is MemoryStatus.ACTIVE
-        and record.kind in scope.kinds
-        and _may_see(record, scope, consenting)
+def _visible(scope: RecallScope) -> ColumnElement[bool]:
+    """Active entries of the wanted kinds that this chat may see: its own, about the group or
+    a present person, and a present person's facts from elsewhere when they consented. A
+    filter, never the access path: every read reaches entries by id or by person first."""
+    present = scope.person_ids or (-1,)
+    consented = select(MemoryConsent.person_id).where(MemoryConsent.person_id.in_(present))
+    here = (MemoryEntry.stream_id == scope.stream_id) & (
+        MemoryEntry.person_id.is_(None) | MemoryEntry.person_id.in_(present)
     )
-
-
-async def _consenting(conn: AsyncConnection, person_ids: Sequence[int]) -> frozenset[int]:
-    if not person_ids:
-        return frozenset()
-    rows = await conn.execute(
-        select(MemoryConsent.person_id).where(MemoryConsent.person_id.in_(person_ids))
+    elsewhere = (
+        (MemoryEntry.kind == MemoryKind.FACT.value)
+        & MemoryEntry.person_id.in_(present)
+        & MemoryEntry.person_id.in_(consented)
     )
-    return frozenset(int(r[0]) for r in rows)
+    return _active(scope) & (here | elsewhere)
 
 
-async def _records(conn: AsyncConnection, entry_ids: Sequence[int]) -> list[MemoryRecord]:
+async def _visible_records(
+    conn: AsyncConnection, scope: RecallScope, entry_ids: Sequence[int]
+) -> list[MemoryRecord]:
     if not entry_ids:
         return []
-    query = select(*_RECORD_COLUMNS).where(MemoryEntry.id.in_(entry_ids))
+    query = select(*_RECORD_COLUMNS).where(MemoryEntry.id.in_(entry_ids), _visible(scope))
     return [to_record(r) for r in await conn.execute(query)]
