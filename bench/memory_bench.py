@@ -9,9 +9,10 @@ come from Chinese templates ("{名字}喜欢吃{食物}", "{名字}在{城市}�
 lists, so the bigram terms are distributed as in real facts; a person's facts in one chat are
 never the same text twice. Every entry is active and has a random 256-dim float32 vector of
 model "bench-embed". The rows are inserted in bulk with SQLAlchemy Core, straight into
-`memory_entry` and `memory_term` (terms from `index_terms`, owner from `owner_key`, exactly as
-`MemoryStore.remember` files them), a few thousand entries per transaction: going through
-`remember` one by one (duplicate and cap checks, the change log) would take far too long.
+`memory_entry`, `memory_term` and `memory_vector` (terms from `index_terms`, owner from
+`owner_key`, exactly as `MemoryStore.remember` and `set_embedding` file them), a few thousand
+entries per transaction: going through `remember` one by one (duplicate and cap checks, the
+change log) would take far too long.
 
 Then `--rounds` recalls (after a few untimed ones): a group, six present people with facts in
 it, a short query (a two-character food name) and a ~30-character impression sentence.
@@ -77,7 +78,14 @@ from pallas.store.memory_recall import (  # noqa: E402
     recall_entries,
 )
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
-from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm, Person, Stream  # noqa: E402
+from pallas.store.models import (  # noqa: E402
+    MemoryConsent,
+    MemoryEntry,
+    MemoryTerm,
+    MemoryVector,
+    Person,
+    Stream,
+)
 
 SEED = 11
 GROUPS = 50
@@ -95,7 +103,7 @@ P99_TARGET_MS = 20.0
 MAX_TRIES = 10  # for a text not yet known about that person in that chat
 TEN_K = 10_000
 MB = 1024 * 1024
-MEMORY_TABLES = ("memory_entry", "memory_term")
+MEMORY_TABLES = ("memory_entry", "memory_term", "memory_vector")
 
 # Vocabulary ----------------------------------------------------------------------------------
 
@@ -365,9 +373,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def entry_row(
-    entry_id: int, fact: Fact, vector: bytes, now: datetime, rng: random.Random
-) -> dict[str, Any]:
+def entry_row(entry_id: int, fact: Fact, now: datetime, rng: random.Random) -> dict[str, Any]:
     learned = now - timedelta(seconds=rng.uniform(0, 180 * 86_400))
     return {
         "id": entry_id,
@@ -387,7 +393,18 @@ def entry_row(
         "last_seen_at": learned,
         "embedding_model": MODEL,
         "embedding_dim": DIM,
-        "embedding": vector,
+    }
+
+
+def vector_row(entry_id: int, fact: Fact, vector: bytes) -> dict[str, Any]:
+    return {
+        "owner": owner_key(fact.stream_id, fact.person_id),
+        "model": MODEL,
+        "entry_id": entry_id,
+        "dim": DIM,
+        "stream_id": fact.stream_id,
+        "kind": MemoryKind.FACT.value,
+        "vector": vector,
     }
 
 
@@ -430,13 +447,15 @@ async def insert_batch(
 ) -> int:
     rng, np_rng = rngs
     vectors = np_rng.standard_normal((len(facts), DIM), dtype=np.float32)
-    entries, terms = [], []
+    entries, terms, stored = [], [], []
     for offset, fact in enumerate(facts):
-        entries.append(entry_row(first_id + offset, fact, pack(vectors[offset]), now, rng))
+        entries.append(entry_row(first_id + offset, fact, now, rng))
         terms += term_rows(first_id + offset, fact)
+        stored.append(vector_row(first_id + offset, fact, pack(vectors[offset])))
     async with engine.begin() as conn:
         await conn.execute(insert(MemoryEntry.__table__), entries)
         await conn.execute(insert(MemoryTerm.__table__), terms)
+        await conn.execute(insert(MemoryVector.__table__), stored)
     return len(terms)
 
 

@@ -18,7 +18,14 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.terms import index_terms, overlap
-from pallas.store.models import MemoryChange, MemoryConsent, MemoryCursor, MemoryEntry, MemoryTerm
+from pallas.store.models import (
+    MemoryChange,
+    MemoryConsent,
+    MemoryCursor,
+    MemoryEntry,
+    MemoryTerm,
+    MemoryVector,
+)
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
 MAX_TEXT_CHARS = 300
@@ -99,7 +106,7 @@ class ChangeRecord:
 
 
 _KEEP = object()
-_RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
+_RECORD_COLUMNS = list(MemoryEntry.__table__.c)
 
 
 def owner_key(stream_id: int, person_id: int | None) -> str:
@@ -211,6 +218,7 @@ class MemoryStore:
         )
         if new_text != old.text:
             await _reindex(conn, old.id, owner_key(old.stream_id, old.person_id), new_text)
+            await _drop_vectors(conn, (old.id,))
         await _log(
             conn, old.id, "merged", actor, {"text": old.text}, {"text": new_text}, turn_id, now
         )
@@ -288,14 +296,10 @@ class MemoryStore:
             values: dict[str, Any] = {"updated_at": now, "last_seen_at": now}
             if text is not None:
                 values["text"] = " ".join(text.split())[:MAX_TEXT_CHARS]
-                values["embedding"], values["embedding_model"], values["embedding_dim"] = (
-                    None,
-                    "",
-                    0,
-                )
             if person_id is not _KEEP:
                 values["person_id"] = person_id
             await conn.execute(update(MemoryEntry).where(MemoryEntry.id == entry_id).values(values))
+            await _drop_vectors(conn, (entry_id,))  # reworded or moved: embedded again later
             new = await _get(conn, entry_id)
             assert new is not None
             await _reindex(conn, entry_id, owner_key(new.stream_id, new.person_id), new.text)
@@ -353,13 +357,30 @@ class MemoryStore:
                 await _log(conn, entry_id, "faded", actor, None, None, None, now)
         return len(ids)
 
-    async def set_embedding(self, entry_id: int, model: str, vector: bytes, dim: int) -> None:
+    async def set_embedding(self, entry_id: int, model: str, vector: bytes, dim: int) -> bool:
+        """File an active entry's vector (replacing any it had); False if it is not active."""
         async with self._lock, self._engine.begin() as conn:
+            entry = await _get(conn, entry_id)
+            if entry is None or entry.status is not MemoryStatus.ACTIVE:
+                return False
+            await _drop_vectors(conn, (entry_id,))
+            await conn.execute(
+                insert(MemoryVector).values(
+                    owner=owner_key(entry.stream_id, entry.person_id),
+                    model=model,
+                    entry_id=entry_id,
+                    dim=dim,
+                    stream_id=entry.stream_id,
+                    kind=entry.kind.value,
+                    vector=vector,
+                )
+            )
             await conn.execute(
                 update(MemoryEntry)
                 .where(MemoryEntry.id == entry_id)
-                .values(embedding=vector, embedding_model=model, embedding_dim=dim)
+                .values(embedding_model=model, embedding_dim=dim)
             )
+            return True
 
     # -- consent and cursors ---------------------------------------------------------------
 
@@ -486,6 +507,16 @@ async def _set_status(
     )
     if status is not MemoryStatus.ACTIVE:
         await conn.execute(delete(MemoryTerm).where(MemoryTerm.entry_id.in_(ids)))
+        await _drop_vectors(conn, ids)
+
+
+async def _drop_vectors(conn: AsyncConnection, ids: Sequence[int]) -> None:
+    await conn.execute(delete(MemoryVector).where(MemoryVector.entry_id.in_(ids)))
+    await conn.execute(
+        update(MemoryEntry)
+        .where(MemoryEntry.id.in_(ids))
+        .values(embedding_model="", embedding_dim=0)
+    )
 
 
 async def _index(conn: AsyncConnection, entry_id: int, owner: str, terms: frozenset[str]) -> None:

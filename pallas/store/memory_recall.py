@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, union_all
+from sqlalchemy import String, cast, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -21,7 +21,8 @@ from pallas.store.memory import (
     owner_key,
     to_record,
 )
-from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm
+from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm, MemoryVector
+from pallas.store.sql import fetch_rows
 
 MAX_QUERY_TERMS = 64
 CANDIDATES_PER_HIT = 2  # best-scored entries loaded per wanted hit (some may not be visible)
@@ -127,10 +128,11 @@ async def _keyword_scores(
     if not every_term:
         return {}
     owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
-    rows = await conn.execute(
+    rows = await fetch_rows(
+        conn,
         select(MemoryTerm.entry_id, MemoryTerm.term).where(
             MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term)
-        )
+        ),
     )
     held: dict[int, set[str]] = defaultdict(set)
     for entry_id, term in rows:
@@ -141,24 +143,22 @@ async def _keyword_scores(
 async def _vector_rows(
     conn: AsyncConnection, scope: RecallScope, vectors: QueryVectors
 ) -> list[tuple[int, bytes]]:
-    """(id, vector) of the visible entries in the queries' space, in one statement: the
-    present people's entries (from other chats only with consent) and the chat's own group
-    entries, each read by its index. The SQL is the visibility rule here."""
-    same_space = (
-        (MemoryEntry.embedding_model == vectors.model)
-        & (MemoryEntry.embedding_dim == vectors.dim)
-        & MemoryEntry.embedding.is_not(None)
-        & _visible(scope)
+    """(entry id, vector) of the visible entries in the queries' space: one range of
+    memory_vector per owner present (the chat, each person), the chat's own entries and a
+    person's from elsewhere when they consented. Only active entries have a vector."""
+    owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
+    consented = select(literal_column("'p'").concat(cast(MemoryConsent.person_id, String))).where(
+        MemoryConsent.person_id.in_(scope.person_ids or (-1,))
     )
-    columns = (MemoryEntry.id, MemoryEntry.embedding)
-    people = select(*columns).where(
-        MemoryEntry.person_id.in_(scope.person_ids or (-1,)), same_space
+    query = select(MemoryVector.entry_id, MemoryVector.vector).where(
+        MemoryVector.owner.in_(owners),
+        MemoryVector.model == vectors.model,
+        MemoryVector.dim == vectors.dim,
+        MemoryVector.kind.in_([k.value for k in scope.kinds]),
+        (MemoryVector.stream_id == scope.stream_id)
+        | ((MemoryVector.kind == MemoryKind.FACT.value) & MemoryVector.owner.in_(consented)),
     )
-    group = select(*columns).where(
-        MemoryEntry.stream_id == scope.stream_id, MemoryEntry.person_id.is_(None), same_space
-    )
-    rows = (await conn.execute(union_all(people, group))).all()
-    return [(entry_id, bytes(blob)) for entry_id, blob in rows]
+    return [(int(entry_id), bytes(blob)) for entry_id, blob in await fetch_rows(conn, query)]
 
 
 _RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]

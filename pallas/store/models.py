@@ -347,9 +347,9 @@ class MemoryEntry(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())  # decay counts from here
+    # The model and size of its vector in memory_vector; empty / 0 while it has none.
     embedding_model: Mapped[str] = mapped_column(String(128), default="")
     embedding_dim: Mapped[int] = mapped_column(Integer, default=0)
-    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)  # float32, little-endian
 
 
 class MemoryTerm(Base):
@@ -365,6 +365,26 @@ class MemoryTerm(Base):
     entry_id: Mapped[int] = mapped_column(
         Id, ForeignKey("memory_entry.id", ondelete="CASCADE"), primary_key=True, index=True
     )
+
+
+class MemoryVector(Base):
+    """An active entry's vector, filed like its terms under the entry's owner so that one
+    person's vectors lie together: recall reads them as one range, not a row per page. It
+    carries what visibility needs (chat, kind), so no join is made; only active entries have
+    one (forgetting, fading or rewording an entry removes it)."""
+
+    __tablename__ = "memory_vector"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    owner: Mapped[str] = mapped_column(String(24), primary_key=True)
+    model: Mapped[str] = mapped_column(String(128), primary_key=True)
+    entry_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("memory_entry.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    dim: Mapped[int] = mapped_column(Integer)
+    stream_id: Mapped[int] = mapped_column(Id)
+    kind: Mapped[str] = mapped_column(String(16))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)  # float32, little-endian
 
 
 class MemoryChange(Base):

@@ -1,4 +1,4 @@
-"""Memory: entries, their keyword index, the change log, consent and the extraction cursor
+"""Memory: entries, their keyword and vector indexes, the change log, consent, cursors
 
 Revision ID: 0010
 Revises: 0009
@@ -49,7 +49,6 @@ def upgrade() -> None:
         sa.Column("last_seen_at", _TIME, nullable=False),
         sa.Column("embedding_model", sa.String(length=128), nullable=False),
         sa.Column("embedding_dim", sa.Integer(), nullable=False),
-        sa.Column("embedding", sa.LargeBinary(), nullable=True),
         _fk("memory_entry", "person_id", "person"),
         _fk("memory_entry", "stream_id", "stream"),
         _fk("memory_entry", "taught_by", "person"),
@@ -74,6 +73,20 @@ def upgrade() -> None:
         sqlite_with_rowid=False,
     )
     op.create_index(op.f("ix_memory_term_entry_id"), "memory_term", ["entry_id"])
+    op.create_table(
+        "memory_vector",
+        sa.Column("owner", sa.String(length=24), nullable=False),
+        sa.Column("model", sa.String(length=128), nullable=False),
+        sa.Column("entry_id", _ID, nullable=False),
+        sa.Column("dim", sa.Integer(), nullable=False),
+        sa.Column("stream_id", _ID, nullable=False),
+        sa.Column("kind", sa.String(length=16), nullable=False),
+        sa.Column("vector", sa.LargeBinary(), nullable=False),
+        _fk("memory_vector", "entry_id", "memory_entry", ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("owner", "model", "entry_id", name=op.f("pk_memory_vector")),
+        sqlite_with_rowid=False,
+    )
+    op.create_index(op.f("ix_memory_vector_entry_id"), "memory_vector", ["entry_id"])
     op.create_table(
         "memory_change",
         sa.Column("id", _ID, autoincrement=True, nullable=False),
@@ -111,6 +124,8 @@ def downgrade() -> None:
     op.drop_table("memory_consent")
     op.drop_index(op.f("ix_memory_change_entry_id"), table_name="memory_change")
     op.drop_table("memory_change")
+    op.drop_index(op.f("ix_memory_vector_entry_id"), table_name="memory_vector")
+    op.drop_table("memory_vector")
     op.drop_index(op.f("ix_memory_term_entry_id"), table_name="memory_term")
     op.drop_table("memory_term")
     op.drop_index("ix_memory_entry_taught_by_created_at", table_name="memory_entry")
