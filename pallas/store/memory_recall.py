@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import String, cast, literal_column, select
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -21,7 +21,7 @@ from pallas.store.memory import (
     owner_key,
     to_record,
 )
-from pallas.store.models import MemoryConsent, MemoryEntry, MemoryTerm, MemoryVector
+from pallas.store.models import MemoryConsent, MemoryEntry
 from pallas.store.sql import fetch_rows
 
 MAX_QUERY_TERMS = 64
@@ -128,12 +128,7 @@ async def _keyword_scores(
     if not every_term:
         return {}
     owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
-    rows = await fetch_rows(
-        conn,
-        select(MemoryTerm.entry_id, MemoryTerm.term).where(
-            MemoryTerm.owner.in_(owners), MemoryTerm.term.in_(every_term)
-        ),
-    )
+    rows = await fetch_rows(conn, _TERMS.bindparams(owners=owners, terms=every_term))
     held: dict[int, set[str]] = defaultdict(set)
     for entry_id, term in rows:
         held[int(entry_id)].add(term)
@@ -147,21 +142,34 @@ async def _vector_rows(
     memory_vector per owner present (the chat, each person), the chat's own entries and a
     person's from elsewhere when they consented. Only active entries have a vector."""
     owners = [owner_key(scope.stream_id, None), *(owner_key(0, p) for p in scope.person_ids)]
-    consented = select(literal_column("'p'").concat(cast(MemoryConsent.person_id, String))).where(
-        MemoryConsent.person_id.in_(scope.person_ids or (-1,))
-    )
-    query = select(MemoryVector.entry_id, MemoryVector.vector).where(
-        MemoryVector.owner.in_(owners),
-        MemoryVector.model == vectors.model,
-        MemoryVector.dim == vectors.dim,
-        MemoryVector.kind.in_([k.value for k in scope.kinds]),
-        (MemoryVector.stream_id == scope.stream_id)
-        | ((MemoryVector.kind == MemoryKind.FACT.value) & MemoryVector.owner.in_(consented)),
+    query = _VECTORS.bindparams(
+        owners=owners,
+        model=vectors.model,
+        dim=vectors.dim,
+        kinds=[k.value for k in scope.kinds],
+        stream_id=scope.stream_id,
+        present=list(scope.person_ids or (-1,)),
     )
     return [(int(entry_id), bytes(blob)) for entry_id, blob in await fetch_rows(conn, query)]
 
 
-_RECORD_COLUMNS = [c for c in MemoryEntry.__table__.c if c.name != "embedding"]
+_RECORD_COLUMNS = list(MemoryEntry.__table__.c)
+# The two reads of many rows, written out once: built from expressions, each call would spend
+# more on building and compiling the statement than the database spends running it.
+_TERMS = text(
+    "SELECT entry_id, term FROM memory_term WHERE owner IN :owners AND term IN :terms"
+).bindparams(bindparam("owners", expanding=True), bindparam("terms", expanding=True))
+_VECTORS = text(
+    "SELECT entry_id, vector FROM memory_vector"
+    " WHERE owner IN :owners AND model = :model AND dim = :dim AND kind IN :kinds"
+    " AND (stream_id = :stream_id OR (kind = 'fact' AND owner IN ("
+    "SELECT 'p' || CAST(person_id AS VARCHAR(24)) FROM memory_consent"
+    " WHERE person_id IN :present)))"
+).bindparams(
+    bindparam("owners", expanding=True),
+    bindparam("kinds", expanding=True),
+    bindparam("present", expanding=True),
+)
 
 
 def _active(scope: RecallScope) -> ColumnElement[bool]:

@@ -368,13 +368,13 @@ class MemoryTerm(Base):
 
 
 class MemoryVector(Base):
-    """An active entry's vector, filed like its terms under the entry's owner so that one
-    person's vectors lie together: recall reads them as one range, not a row per page. It
+    """An active entry's vector, found like its terms by the entry's owner: recall reads the
+    present people's vectors through the primary key's index, without the entries' text. It
     carries what visibility needs (chat, kind), so no join is made; only active entries have
-    one (forgetting, fading or rewording an entry removes it)."""
+    one (forgetting, fading or rewording an entry removes it). A table with rowids: a 1 KB
+    vector would overflow every page of a table without them."""
 
     __tablename__ = "memory_vector"
-    __table_args__ = ({"sqlite_with_rowid": False},)
 
     owner: Mapped[str] = mapped_column(String(24), primary_key=True)
     model: Mapped[str] = mapped_column(String(128), primary_key=True)

@@ -84,7 +84,6 @@ def upgrade() -> None:
         sa.Column("vector", sa.LargeBinary(), nullable=False),
         _fk("memory_vector", "entry_id", "memory_entry", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("owner", "model", "entry_id", name=op.f("pk_memory_vector")),
-        sqlite_with_rowid=False,
     )
     op.create_index(op.f("ix_memory_vector_entry_id"), "memory_vector", ["entry_id"])
     op.create_table(
