@@ -132,7 +132,7 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         )
     candidates = pick_candidates(lines, cursor, deps.config.extraction_candidates)
     now = deps.clock()
-    model_type = _model_type(deps.models)
+    model_type = extraction_model_type(deps.models)
     if not candidates or model_type is None:
         await deps.store.remember([], now, actor=f"job:{job.id}", cursor=(stream_id, newest))
         return
@@ -159,7 +159,7 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         await deps.embedder.embed_entries([w.entry_id for w in written])
 
 
-def _model_type(models: ModelManager) -> ModelType | None:
+def extraction_model_type(models: ModelManager) -> ModelType | None:
     """A planner (`tool`) model when there is one, else the chat model; it must call tools."""
     for model_type in (ModelType.TOOL, ModelType.CHAT):
         if models.has(model_type) and models.supports_tools(model_type):
@@ -361,6 +361,7 @@ __all__ = [
     "ExtractionDeps",
     "MemoryObserver",
     "Proposal",
+    "extraction_model_type",
     "extraction_request",
     "parse_proposals",
     "run_extraction",

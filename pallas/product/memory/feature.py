@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
+from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.jobs.registry import Jobs
@@ -21,6 +22,7 @@ from pallas.product.memory.extraction import (
     EXTRACT_KIND,
     ExtractionDeps,
     MemoryObserver,
+    extraction_model_type,
     run_extraction,
 )
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
@@ -62,7 +64,10 @@ def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
     )
     host.jobs.handle(DECAY_KIND, partial(run_decay, store=host.store, clock=host.clock))
     host.jobs.every(DECAY)
-    host.observers.register(MemoryObserver(host.jobs, config))
+    if extraction_model_type(host.models) is not None:
+        host.observers.register(MemoryObserver(host.jobs, config))
+    else:  # recall of what is stored still runs; nothing new is extracted
+        logger.info("memory: no model that can call tools is registered; nothing is extracted")
     host.sources.extend(
         [
             MemoryRecall(host.engine, config, host.clock, embedder),
