@@ -47,6 +47,7 @@ from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.assembler.context import ContextSource
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
+from pallas.product.memory.feature import MemoryHost
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -223,6 +224,20 @@ class Runtime:
             memory=memory,
             agent_config=agent_config,
             context_sources=context_sources,
+        )
+
+    def memory_host(self) -> MemoryHost:
+        """What the memory feature plugs into (packages/memory, docs/memory.md)."""
+        return MemoryHost(
+            engine=self.engine,
+            store=self.memory,
+            models=self.models,
+            jobs=self.jobs,
+            observers=self.runner.observers,
+            sources=self.context_sources,
+            registry=self.tools.book.registry,
+            clock=self.runner.clock,
+            superusers=frozenset(self.settings.superusers),
         )
 
     @property

@@ -10,7 +10,7 @@ from loguru import logger
 from nonebot.plugin import PluginMetadata
 
 from packages._runtime import current_runtime
-from pallas.product.memory.feature import MemoryHost, install_memory
+from pallas.product.memory.feature import install_memory
 
 __plugin_meta__ = PluginMetadata(
     name="memory",
@@ -20,19 +20,6 @@ __plugin_meta__ = PluginMetadata(
 
 _runtime = current_runtime()
 if _runtime.agent_config.memory.enabled:
-    install_memory(
-        MemoryHost(
-            engine=_runtime.engine,
-            store=_runtime.memory,
-            models=_runtime.models,
-            jobs=_runtime.jobs,
-            observers=_runtime.runner.observers,
-            sources=_runtime.context_sources,
-            registry=_runtime.tools.book.registry,
-            clock=_runtime.runner.clock,
-            superusers=frozenset(_runtime.settings.superusers),
-        ),
-        _runtime.agent_config.memory,
-    )
+    install_memory(_runtime.memory_host(), _runtime.agent_config.memory)
 else:
     logger.info("memory is off (memory.enabled is false in config/agent.yml)")

@@ -87,6 +87,20 @@ def our_id(db: TimelineDb, event: dict[str, Any]) -> int:
     return int(value)
 
 
+def script_remember(model: FakeModelServer, message_id: int, fact: str) -> None:
+    """The extraction's answer: Ming's line holds this fact about him."""
+    model.script(
+        MODEL,
+        call(
+            "memory__remember",
+            message_id=message_id,
+            about_user_id=str(MING),
+            kind="fact",
+            text=fact,
+        ),
+    )
+
+
 def entries(db: TimelineDb) -> list[dict[str, Any]]:
     return db.query("SELECT id, text, status FROM memory_entry ORDER BY id")
 
@@ -101,16 +115,7 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     db = TimelineDb(bot.db_path)
     model.script(MODEL, call("reply", text="好，记住了"))
     taught = await say(napcat, "记住，我最喜欢吃榴莲")
-    model.script(
-        MODEL,
-        call(
-            "memory__remember",
-            message_id=our_id(db, taught),
-            about_user_id=str(MING),
-            kind="fact",
-            text="小明最喜欢吃榴莲",
-        ),
-    )
+    script_remember(model, our_id(db, taught), "小明最喜欢吃榴莲")
     [entry] = await wait_for(lambda: entries(db), timeout=20, what="the extracted fact")
     assert (entry["text"], entry["status"]) == ("小明最喜欢吃榴莲", "active")
 
@@ -147,16 +152,7 @@ async def test_a_profane_fact_is_refused(
     model.script(MODEL, call("reply", text="？"))
     # Another group: its own extraction run (runs are per chat and time slot).
     taught = await say(napcat, "记住，我是个傻逼", group=THIRD_GROUP)
-    model.script(
-        MODEL,
-        call(
-            "memory__remember",
-            message_id=our_id(db, taught),
-            about_user_id=str(MING),
-            kind="fact",
-            text="小明是个傻逼",
-        ),
-    )
+    script_remember(model, our_id(db, taught), "小明是个傻逼")
     stream = db.scalar("SELECT stream_id FROM message WHERE id = ?", our_id(db, taught))
     await wait_for(
         lambda: (db.scalar("SELECT last_message_id FROM memory_cursor WHERE stream_id = ?", stream)

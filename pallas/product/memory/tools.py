@@ -208,10 +208,36 @@ def shown(entry: MemoryRecord, about: str) -> dict[str, Any]:
 # -- the tools -----------------------------------------------------------------------------
 
 
-class MemorySearchTool(Tool):
+def memory_spec(
+    *,
+    name: str,
+    description: str,
+    parameters: Mapping[str, Any],
+    tags: frozenset[ToolTag],
+    hints: tuple[str, ...],
+) -> ToolSpec:
+    """The memory tools' common shape: the memory domain, brought in by what people say."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters=parameters,
+        tags=tags,
+        domains=(DOMAIN,),
+        hints=hints,
+        visibility=Visibility.DEFERRED,
+        timeout_s=5.0,
+    )
+
+
+class _MemoryTool(Tool):
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+
+class MemorySearchTool(_MemoryTool):
     """`memory.search`: what the bot remembers here, by keyword."""
 
-    spec = ToolSpec(
+    spec = memory_spec(
         name="memory.search",
         description="按关键词查我记得的事（这个会话里的：提问的人、about_user_id 指定的人、"
         "以及关于本群的记忆）。返回每条记忆的 id、关于谁、类型和内容；"
@@ -228,14 +254,8 @@ class MemorySearchTool(Tool):
             "required": ["query"],
         },
         tags=frozenset({ToolTag.READ_ONLY}),
-        domains=(DOMAIN,),
         hints=(*RECALL_HINTS, *CORRECT_HINTS, *FORGET_HINTS),
-        visibility=Visibility.DEFERRED,
-        timeout_s=5.0,
     )
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         query = str(arguments.get("query") or "").strip()
@@ -252,10 +272,10 @@ class MemorySearchTool(Tool):
         return ToolOutput([shown(r.record, named(names, r.record.person_id)) for r in found])
 
 
-class PersonProfileTool(Tool):
+class PersonProfileTool(_MemoryTool):
     """`person.profile`: what the bot keeps about one person, as far as this chat may see."""
 
-    spec = ToolSpec(
+    spec = memory_spec(
         name="person.profile",
         description="看我记得的关于某个人的事：这个会话里知道的名字、记下的事实"
         "（在本会话学到的；别处学到的只有本人同意跨群使用时才有），以及是否同意跨群使用。",
@@ -265,14 +285,8 @@ class PersonProfileTool(Tool):
             "required": ["user_id"],
         },
         tags=frozenset({ToolTag.READ_ONLY}),
-        domains=(DOMAIN,),
         hints=PROFILE_HINTS,
-        visibility=Visibility.DEFERRED,
-        timeout_s=5.0,
     )
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         user_id = str(arguments["user_id"]).strip()
@@ -306,10 +320,10 @@ class PersonProfileTool(Tool):
         )
 
 
-class MemoryCorrectTool(Tool):
+class MemoryCorrectTool(_MemoryTool):
     """`memory.correct`: change what an entry says, or whom it is about."""
 
-    spec = ToolSpec(
+    spec = memory_spec(
         name="memory.correct",
         description="改正一条记错的记忆（先用 memory.search 找到 id）：text 是改正后的内容；"
         "about_user_id 把它改成关于另一个人（平台用户 id），空字符串表示关于本群。"
@@ -327,14 +341,8 @@ class MemoryCorrectTool(Tool):
             "required": ["memory_id"],
         },
         tags=frozenset({ToolTag.SIDE_EFFECT}),
-        domains=(DOMAIN,),
         hints=CORRECT_HINTS,
-        visibility=Visibility.DEFERRED,
-        timeout_s=5.0,
     )
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         text = arguments.get("text")
@@ -402,10 +410,10 @@ def _check_text(entry: MemoryRecord, text: str, about: int | None, now: datetime
         raise ToolError(REFUSAL_TEXT[verdict.refusal])
 
 
-class MemoryForgetTool(Tool):
+class MemoryForgetTool(_MemoryTool):
     """`memory.forget`: stop recalling an entry; an owner can undo it."""
 
-    spec = ToolSpec(
+    spec = memory_spec(
         name="memory.forget",
         description="忘掉一条记忆（先用 memory.search 找到 id）。本人、教的人或主人才能让我忘；"
         "关于本群的记忆只有教的人或主人能删。忘掉的记忆主人可以恢复。",
@@ -415,14 +423,8 @@ class MemoryForgetTool(Tool):
             "required": ["memory_id"],
         },
         tags=frozenset({ToolTag.SIDE_EFFECT}),
-        domains=(DOMAIN,),
         hints=FORGET_HINTS,
-        visibility=Visibility.DEFERRED,
-        timeout_s=5.0,
     )
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         chat = await _chat(context)
@@ -444,10 +446,10 @@ class MemoryForgetTool(Tool):
         )
 
 
-class MemoryShareTool(Tool):
+class MemoryShareTool(_MemoryTool):
     """`memory.share`: the asker allows (or stops) the use of their facts in other chats."""
 
-    spec = ToolSpec(
+    spec = memory_spec(
         name="memory.share",
         description="本人同意（allow=true）或不再同意（allow=false）把记下的关于自己的事"
         "用在别的群和私聊里。只对说这句话的人自己有效。",
@@ -457,14 +459,8 @@ class MemoryShareTool(Tool):
             "required": ["allow"],
         },
         tags=frozenset({ToolTag.SIDE_EFFECT}),
-        domains=(DOMAIN,),
         hints=SHARE_HINTS,
-        visibility=Visibility.DEFERRED,
-        timeout_s=5.0,
     )
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._store = store
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         chat = await _chat(context)

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from pallas.app import Runtime
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.extraction import EXTRACT_KIND
-from pallas.product.memory.feature import MemoryHost, install_memory
+from pallas.product.memory.feature import install_memory
 from pallas.store.memory import MemoryStatus
 from pallas.store.models import Job
 from tests.product.llm.agent.harness import (
@@ -45,19 +45,7 @@ def remember(message_id: int, text: str, about: str | None = MING, kind: str = "
 
 
 def with_memory(runtime: Runtime) -> None:
-    install_memory(
-        MemoryHost(
-            engine=runtime.engine,
-            store=runtime.memory,
-            models=runtime.models,
-            jobs=runtime.jobs,
-            observers=runtime.runner.observers,
-            sources=runtime.context_sources,
-            registry=runtime.tools.book.registry,
-            clock=runtime.runner.clock,
-        ),
-        MemoryConfig(extraction_delay_s=0),
-    )
+    install_memory(runtime.memory_host(), MemoryConfig(extraction_delay_s=0))
 
 
 @pytest.fixture
