@@ -74,8 +74,9 @@ async def recall_entries(
     """The best `limit` visible entries for the queries, on one connection: keyword scores
     (the share of a query's terms an entry holds, best query) and, with `vectors`, cosine
     similarity, each entry once with its best score. Room left is filled with the newest facts
-    learned here about `always_about` (the people talking to the bot), score 0: what anyone
-    remembers about whoever is speaking, whatever the words."""
+    learned here about `always_about` (the people talking to the bot), then the chat's newest
+    episode, score 0: what anyone remembers about whoever is speaking and about what happened
+    here last, whatever the words."""
     if limit <= 0:
         return RecallResult([])
     async with engine.connect() as conn:
@@ -94,7 +95,28 @@ async def recall_entries(
         hits = [Recalled(r, scores[r.id]) for r in records[:limit]]
         if len(hits) < limit and always_about:
             hits += await _about(conn, scope, always_about, {h.record.id for h in hits}, limit)
+        if len(hits) < limit and MemoryKind.EPISODE in scope.kinds:
+            hits += await _latest_episode(conn, scope, {h.record.id for h in hits})
     return RecallResult(hits[:limit], read)
+
+
+async def _latest_episode(
+    conn: AsyncConnection, scope: RecallScope, have: set[int]
+) -> list[Recalled]:
+    """The chat's newest episode: what happened here last, whatever the words."""
+    query = (
+        select(*_RECORD_COLUMNS)
+        .where(
+            MemoryEntry.stream_id == scope.stream_id,
+            MemoryEntry.person_id.is_(None),
+            MemoryEntry.kind == MemoryKind.EPISODE.value,
+            MemoryEntry.status == MemoryStatus.ACTIVE.value,
+        )
+        .order_by(MemoryEntry.last_seen_at.desc())
+        .limit(1)
+    )
+    rows = [to_record(r) for r in await conn.execute(query)]
+    return [Recalled(r, 0.0) for r in rows if r.id not in have]
 
 
 async def _about(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -118,6 +118,18 @@ async def test_the_speakers_own_facts_come_even_without_a_shared_word(room: Room
     assert "小红喜欢吃榴莲" in text  # Hong asks: her own fact
     assert "本群每周五晚上开黑" not in text  # no word shared, not about the speaker
     assert trace["mode"] == "keyword"
+
+
+async def test_the_chats_latest_episode_comes_when_there_is_room(room: Room) -> None:
+    episodes = [
+        NewMemory(MemoryKind.EPISODE, room.ming.stream_id, None, "上周大家一起策划了露营", "test"),
+        NewMemory(MemoryKind.EPISODE, room.ming.stream_id, None, "昨天群里为猫狗吵了一架", "test"),
+    ]
+    await room.store.remember(episodes[:1], NOW, actor="test")
+    await room.store.remember(episodes[1:], NOW + timedelta(hours=1), actor="test")
+    text, _ = await room.ask(room.recall(), "你还记得我吗")
+    assert "昨天群里为猫狗吵了一架" in text  # the newest episode, no word shared
+    assert "上周大家一起策划了露营" not in text
 
 
 async def test_hybrid_when_the_embedding_model_answers(room: Room) -> None:
