@@ -47,12 +47,14 @@ from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.assembler.context import ContextSource
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
+from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import MemoryHost
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
+from pallas.store.asset_store import AssetStore
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
@@ -108,6 +110,7 @@ class Runtime:
     jobs: Jobs
     lookups: PlatformLookups
     memory: MemoryStore
+    assets: AssetStore
     agent_config: AgentConfig
     # What a turn's context is assembled from besides the chat itself; feature packages add
     # theirs at load time (memory, later relations and knowledge).
@@ -134,6 +137,9 @@ class Runtime:
         outbox = OutboxStore(engine, write_lock=lock)
         jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
         memory = MemoryStore(engine, write_lock=lock)
+        asset_store = AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER, write_lock=lock)
+        jobs.handle(PRUNE_KIND, partial(prune_assets, store=asset_store, max_bytes=MAX_ASSET_BYTES))
+        jobs.every(PRUNE)
         agent_config = load_agent_config()
         context_sources: list[ContextSource] = []
         runner = RunnerDeps(
@@ -222,6 +228,7 @@ class Runtime:
             jobs=jobs,
             lookups=PlatformLookups(ingress),
             memory=memory,
+            assets=asset_store,
             agent_config=agent_config,
             context_sources=context_sources,
         )

@@ -75,8 +75,9 @@ def test_core_imports_nothing_of_ours_but_core() -> None:
 
 # The deliberate exceptions: Alembic (about 10 MB of modules) is loaded only when the store
 # actually needs migrating, so a bot whose store is current never carries it.
-# numpy, likewise, only once an embedding model is configured and answering.
-LAZY_IMPORTS = {("migrate.py", "alembic"), ("vectors.py", "numpy")}
+# numpy, likewise, only once an embedding model is configured and answering; Pillow once a
+# picture is checked.
+LAZY_IMPORTS = {("migrate.py", "alembic"), ("vectors.py", "numpy"), ("media.py", "PIL")}
 
 
 def test_imports_are_at_module_level() -> None:

@@ -421,3 +421,21 @@ class MemoryCursor(Base):
     stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
     last_message_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class Asset(Base):
+    """A media file under PALLAS_DATA_DIR/assets, stored once by its content's hash; messages
+    and outbox rows refer to it as `asset:<path>`, nothing binary is in the database."""
+
+    __tablename__ = "asset"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    path: Mapped[str] = mapped_column(String(200))  # relative to the assets folder
+    mime: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    source: Mapped[str] = mapped_column(String(16))  # platform / owner / generated
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # Retention drops the least recently used first.
+    last_used_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
