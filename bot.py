@@ -22,6 +22,7 @@ PLUGINS = (
     "packages.poke_back",
     "packages.notices",
     "packages.memory",
+    "packages.media",
 )
 
 

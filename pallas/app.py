@@ -68,9 +68,10 @@ from pallas.store.timeline import TimelineWriter
 LOTTERY_SEED = "pallas-ambient"
 
 # What happens to a committed message, in this order (docs/architecture.md, "The stage
-# list"): silence, then the owner's commands, then the deterministic responders, then the
-# gate, which hands what it admits to the turn buffers.
-STAGE_ORDER = ("silence", "commands", "poke_back", "notices", "repeat", "gate")
+# list"): silence, then the owner's commands, then the deterministic responders, then media
+# (asks for the pictures to be kept, never waits), then the gate, which hands what it admits
+# to the turn buffers.
+STAGE_ORDER = ("silence", "commands", "poke_back", "notices", "repeat", "media", "gate")
 
 
 def utc_now() -> datetime:

@@ -37,6 +37,7 @@ class MediaRef:
     url: str = ""
     name: str = ""
     size: int | None = None
+    asset: str = ""  # `asset:<path>` once the file is kept in the asset store (docs/media.md)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX, asset_file
 from pallas.core.media import ImageInfo, sniff_image
+from pallas.store.message_media import set_segment_assets
 from pallas.store.models import Asset
 from pallas.store.sql import insert_ignoring_conflicts
 
@@ -47,7 +49,7 @@ class AssetStore:
     def __init__(
         self, engine: AsyncEngine, folder: Path, *, write_lock: asyncio.Lock | None = None
     ) -> None:
-        self._engine = engine
+        self.engine = engine
         self.folder = folder
         self._lock = write_lock or asyncio.Lock()
 
@@ -61,7 +63,7 @@ class AssetStore:
             return known
         relative = f"{sha[:2]}/{sha}.{info.extension}"
         await asyncio.to_thread(_write_atomically, asset_file(self.folder, relative), data)
-        async with self._lock, self._engine.begin() as conn:
+        async with self._lock, self.engine.begin() as conn:
             await conn.execute(
                 insert_ignoring_conflicts(conn, Asset.__table__).values(
                     **_row(sha, relative, info, len(data)), source=source, created_at=now,
@@ -74,16 +76,20 @@ class AssetStore:
         query = select(
             Asset.sha256, Asset.path, Asset.mime, Asset.size, Asset.width, Asset.height
         ).where(Asset.sha256 == sha256)
-        async with self._engine.connect() as conn:
+        async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
         return StoredAsset(*row) if row is not None else None
 
     async def touch(self, sha256: str, now: datetime) -> None:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._lock, self.engine.begin() as conn:
             await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(last_used_at=now))
 
+    async def record_on_message(self, message_id: int, assets: Mapping[int, str]) -> None:
+        """Note on a stored message which asset each of its segments (by index) became."""
+        await set_segment_assets(self.engine, message_id, assets, write_lock=self._lock)
+
     async def total_bytes(self) -> int:
-        async with self._engine.connect() as conn:
+        async with self.engine.connect() as conn:
             return int(await conn.scalar(select(func.coalesce(func.sum(Asset.size), 0))) or 0)
 
     async def prune(self, max_bytes: int) -> int:
@@ -95,13 +101,13 @@ class AssetStore:
             Asset.last_used_at, Asset.sha256
         )
         doomed: list[tuple[str, str]] = []
-        async with self._engine.connect() as conn:
+        async with self.engine.connect() as conn:
             for sha, path, size in await conn.execute(query):
                 if total <= max_bytes:
                     break
                 doomed.append((sha, path))
                 total -= int(size)
-        async with self._lock, self._engine.begin() as conn:
+        async with self._lock, self.engine.begin() as conn:
             await conn.execute(delete(Asset).where(Asset.sha256.in_([sha for sha, _ in doomed])))
         for _, path in doomed:
             await asyncio.to_thread(_remove, asset_file(self.folder, path))
