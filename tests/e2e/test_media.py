@@ -7,31 +7,24 @@ segments carry the `asset:` reference.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from tests.support.bot_process import BotProcess
 from tests.support.fake_napcat import FakeNapCat, image, text
 from tests.support.fake_web import FakeWebServer, Page
+from tests.support.pictures import picture
 from tests.support.timeline_db import TimelineDb, wait_for
-
-
-def png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (12, 9), "orange").save(out, format="PNG")
-    return out.getvalue()
 
 
 @pytest.fixture
 async def cdn() -> AsyncIterator[FakeWebServer]:
     async with FakeWebServer() as server:
-        server.routes["/one.png"] = Page(png(), content_type="image/png")
-        server.routes["/again.png"] = Page(png(), content_type="image/png")
+        server.routes["/one.png"] = Page(picture("orange", (12, 9)), content_type="image/png")
+        server.routes["/again.png"] = Page(picture("orange", (12, 9)), content_type="image/png")
         server.routes["/fake.png"] = Page(b"GIF? no.", content_type="image/png")
         yield server
 
@@ -60,7 +53,7 @@ async def test_the_same_picture_sent_twice_is_stored_once(
     refs = await wait_for(kept, timeout=20, what="both pictures kept")
     assert refs[0] == refs[1] and refs[0][0].startswith("asset:")
     path = Path(running_bot.data_dir) / "assets" / refs[0][0].removeprefix("asset:")
-    assert path.read_bytes() == png()
+    assert path.read_bytes() == picture("orange", (12, 9))
     rows = timeline.query("SELECT sha256, mime, width, height FROM asset WHERE path = ?",
                           refs[0][0].removeprefix("asset:"))  # fmt: skip
     assert [(r["mime"], r["width"], r["height"]) for r in rows] == [("image/png", 12, 9)]

@@ -3,25 +3,18 @@ by content, written whole, pruned least recently used first."""
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from PIL import Image
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import asset_file, asset_path
 from pallas.core.media import NotMedia
 from pallas.store.asset_store import AssetStore
+from tests.support.pictures import picture
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def picture(color: str = "red", size: tuple[int, int] = (8, 6), fmt: str = "PNG") -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", size, color).save(out, format=fmt)
-    return out.getvalue()
 
 
 @pytest.fixture

@@ -3,23 +3,16 @@ body, a stall, an error status or a non-web URL each end with a clear reason, ea
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from PIL import Image
 
 from pallas.platform.onebot.media_fetch import MediaLimits, MediaUnavailable, fetch_media
 from tests.support.fake_web import Big, Endless, FakeWebServer, Page
+from tests.support.pictures import picture
 
 LIMITS = MediaLimits(max_bytes=1024 * 1024, timeout_s=1.0)
-
-
-def png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (4, 4), "blue").save(out, format="PNG")
-    return out.getvalue()
 
 
 @pytest.fixture
@@ -35,8 +28,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def test_a_picture_comes_whole(web: FakeWebServer, client: httpx.AsyncClient) -> None:
-    web.routes["/pic.png"] = Page(png(), content_type="image/png")
-    assert await fetch_media(client, web.url("/pic.png"), LIMITS) == png()
+    web.routes["/pic.png"] = Page(picture("blue", (4, 4)), content_type="image/png")
+    assert await fetch_media(client, web.url("/pic.png"), LIMITS) == picture("blue", (4, 4))
 
 
 async def test_a_200_mb_image_is_cut_off_at_the_cap(

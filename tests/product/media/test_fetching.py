@@ -4,7 +4,6 @@ server: the same picture twice is one file; what cannot be kept is skipped with 
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from PIL import Image
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -34,14 +32,9 @@ from pallas.store.models import Job
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.fake_web import FakeWebServer, Page
 from tests.support.inbound import message
+from tests.support.pictures import picture
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def png(color: str = "red") -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (5, 5), color).save(out, format="PNG")
-    return out.getvalue()
 
 
 def image(url: str) -> Segment:
@@ -77,24 +70,26 @@ async def kit(engine: AsyncEngine, writer: TimelineWriter, tmp_path: Path) -> As
 
 
 async def test_the_same_picture_twice_is_kept_once_and_noted_on_the_message(kit: Kit) -> None:
-    kit.web.routes["/a.png"] = Page(png(), content_type="image/png")
-    kit.web.routes["/b.png"] = Page(png(), content_type="image/png")  # same bytes, other URL
+    kit.web.routes["/a.png"] = Page(picture("red", (5, 5)), content_type="image/png")
+    kit.web.routes["/b.png"] = Page(
+        picture("red", (5, 5)), content_type="image/png"
+    )  # same bytes, other URL
     stored = await kit.store(image(kit.web.url("/a.png")), image(kit.web.url("/b.png")))
     segments = await kit.fetch(stored.message_id)
     refs = [s["media"]["asset"] for s in segments]  # type: ignore[index]
     assert refs[0] == refs[1] and str(refs[0]).startswith("asset:")
     relative = asset_path(str(refs[0]))
     assert relative is not None
-    assert asset_file(kit.deps.assets.folder, relative).read_bytes() == png()
+    assert asset_file(kit.deps.assets.folder, relative).read_bytes() == picture("red", (5, 5))
     assert len([p for p in kit.deps.assets.folder.rglob("*") if p.is_file()]) == 1
     assert [s["text"] for s in segments] == ["[图片]", "[图片]"]  # the placeholder stays
 
 
 async def test_what_cannot_be_kept_is_skipped_and_the_rest_kept(kit: Kit) -> None:
-    kit.web.routes["/ok.png"] = Page(png("blue"), content_type="image/png")
+    kit.web.routes["/ok.png"] = Page(picture("blue", (5, 5)), content_type="image/png")
     kit.web.routes["/fake.png"] = Page(b"<html>not a picture</html>", content_type="image/png")
     kit.web.routes["/gone.png"] = Page(b"", status=404)
-    kit.web.routes["/slow.png"] = Page(png(), delay_s=5.0)
+    kit.web.routes["/slow.png"] = Page(picture("red", (5, 5)), delay_s=5.0)
     no_url = Segment(SegmentKind.IMAGE, text="[图片]", media=MediaRef(), raw_type="image")
     stored = await kit.store(
         image(kit.web.url("/fake.png")),

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from PIL import Image
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import asset_file
 from pallas.product.media.retention import PRUNE_KIND, prune_assets
 from pallas.store.asset_store import AssetStore
 from pallas.store.jobs import ClaimedJob
+from tests.support.pictures import picture
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def picture(color: str) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (16, 16), color).save(out, format="PNG")
-    return out.getvalue()
 
 
 async def test_the_nightly_run_keeps_the_folder_under_its_cap(
@@ -28,7 +21,10 @@ async def test_the_nightly_run_keeps_the_folder_under_its_cap(
 ) -> None:
     store = AssetStore(engine, tmp_path / "assets")
     colors = ["red", "green", "blue", "white"]
-    stored = [await store.put(picture(c), T0 + timedelta(minutes=i)) for i, c in enumerate(colors)]
+    stored = [
+        await store.put(picture(c, (16, 16)), T0 + timedelta(minutes=i))
+        for i, c in enumerate(colors)
+    ]
     cap = sum(s.size for s in stored[2:])
     job = ClaimedJob(1, PRUNE_KIND, {}, None, 1, 3, T0)
     await prune_assets(job, store, cap)
