@@ -63,6 +63,7 @@ from pallas.store.members import temp_chat_group
 from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
+from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.timeline import TimelineWriter
 
 LOTTERY_SEED = "pallas-ambient"
@@ -112,6 +113,7 @@ class Runtime:
     lookups: PlatformLookups
     memory: MemoryStore
     assets: AssetStore
+    sticker_habit: StickerHabitStore
     agent_config: AgentConfig
     # What a turn's context is assembled from besides the chat itself; feature packages add
     # theirs at load time (memory, later relations and knowledge).
@@ -230,6 +232,7 @@ class Runtime:
             lookups=PlatformLookups(ingress),
             memory=memory,
             assets=asset_store,
+            sticker_habit=StickerHabitStore(engine, write_lock=lock),
             agent_config=agent_config,
             context_sources=context_sources,
         )

@@ -119,6 +119,7 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("stream_id", "platform_message_id"),
         Index("ix_message_stream_id_id", "stream_id", "id"),
+        Index("ix_message_time_id", "time", "id"),  # periodic scans resume by (time, id)
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -439,3 +440,28 @@ class Asset(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # Retention drops the least recently used first.
     last_used_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+class StickerUse(Base):
+    """How often a person sent a sticker in a group: a lower bound (pictures not kept are not
+    counted), summed by the sticker-habit scan (docs/media.md)."""
+
+    __tablename__ = "sticker_use"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    count: Mapped[int] = mapped_column(Integer)
+    first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ScanCursor(Base):
+    """Where a periodic scan of the timeline stopped: (time, message id) of the last row read."""
+
+    __tablename__ = "scan_cursor"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    after_time: Mapped[datetime] = mapped_column(UtcDateTime())
+    after_message_id: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
