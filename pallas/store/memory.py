@@ -171,20 +171,22 @@ class MemoryStore:
     ) -> Remembered:
         text = " ".join(item.text.split())[:MAX_TEXT_CHARS]
         terms = index_terms(text)
-        same = await self._duplicate_of(conn, item, terms)
+        # One read of its place serves both the duplicate check and the cap.
+        active = await _active(conn, item.stream_id, item.person_id, item.kind)
+        same = self._duplicate_of(active, item, terms)
         if same is not None:
             await self._reinforce(conn, same, item, text, now, actor, turn_id)
             return Remembered(same.id, merged=True)
-        faded = await self._make_room(conn, item, now)
+        faded = await self._make_room(conn, item, active, now)
         entry_id = await self._insert(conn, item, text, now)
         await _index(conn, entry_id, owner_key(item.stream_id, item.person_id), terms)
         await _log(conn, entry_id, "created", actor, None, {"text": text}, turn_id, now)
         return Remembered(entry_id, merged=False, faded=faded)
 
-    async def _duplicate_of(
-        self, conn: AsyncConnection, item: NewMemory, terms: frozenset[str]
+    def _duplicate_of(
+        self, active: Sequence[MemoryRecord], item: NewMemory, terms: frozenset[str]
     ) -> MemoryRecord | None:
-        for record in await _active(conn, item.stream_id, item.person_id, item.kind):
+        for record in active:
             if record.text == item.text or overlap(terms, index_terms(record.text)) >= (
                 self.limits.merge_overlap
             ):
@@ -224,12 +226,15 @@ class MemoryStore:
         )
 
     async def _make_room(
-        self, conn: AsyncConnection, item: NewMemory, now: datetime
+        self,
+        conn: AsyncConnection,
+        item: NewMemory,
+        active: Sequence[MemoryRecord],
+        now: datetime,
     ) -> tuple[int, ...]:
         """Past the cap for its place, the weakest entries there fade (lowest confidence,
         then the longest unseen)."""
         cap = self._cap(item)
-        active = await _active(conn, item.stream_id, item.person_id, item.kind)
         excess = len(active) - cap + 1
         if excess <= 0:
             return ()

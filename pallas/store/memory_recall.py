@@ -94,47 +94,38 @@ async def recall_entries(
         records.sort(key=lambda r: (-scores[r.id], -r.confidence, -r.id))
         hits = [Recalled(r, scores[r.id]) for r in records[:limit]]
         if len(hits) < limit and always_about:
-            hits += await _about(conn, scope, always_about, {h.record.id for h in hits}, limit)
+            about = MemoryEntry.person_id.in_(always_about)
+            hits += await _newest(conn, scope, about, MemoryKind.FACT, limit, hits)
         if len(hits) < limit and MemoryKind.EPISODE in scope.kinds:
-            hits += await _latest_episode(conn, scope, {h.record.id for h in hits})
+            group = MemoryEntry.person_id.is_(None)
+            hits += await _newest(conn, scope, group, MemoryKind.EPISODE, 1, hits)
     return RecallResult(hits[:limit], read)
 
 
-async def _latest_episode(
-    conn: AsyncConnection, scope: RecallScope, have: set[int]
+async def _newest(
+    conn: AsyncConnection,
+    scope: RecallScope,
+    who: ColumnElement[bool],
+    kind: MemoryKind,
+    count: int,
+    have: Sequence[Recalled],
 ) -> list[Recalled]:
-    """The chat's newest episode: what happened here last, whatever the words."""
+    """The chat's newest active entries of one kind about `who`, not already in `have`: what
+    anyone remembers about whoever is speaking, or what happened here last, whatever the words."""
     query = (
         select(*_RECORD_COLUMNS)
         .where(
             MemoryEntry.stream_id == scope.stream_id,
-            MemoryEntry.person_id.is_(None),
-            MemoryEntry.kind == MemoryKind.EPISODE.value,
+            who,
+            MemoryEntry.kind == kind.value,
             MemoryEntry.status == MemoryStatus.ACTIVE.value,
         )
         .order_by(MemoryEntry.last_seen_at.desc())
-        .limit(1)
+        .limit(count + len(have))
     )
+    known = {hit.record.id for hit in have}
     rows = [to_record(r) for r in await conn.execute(query)]
-    return [Recalled(r, 0.0) for r in rows if r.id not in have]
-
-
-async def _about(
-    conn: AsyncConnection, scope: RecallScope, people: Sequence[int], have: set[int], limit: int
-) -> list[Recalled]:
-    query = (
-        select(*_RECORD_COLUMNS)
-        .where(
-            MemoryEntry.stream_id == scope.stream_id,
-            MemoryEntry.person_id.in_(people),
-            MemoryEntry.kind == MemoryKind.FACT.value,
-            MemoryEntry.status == MemoryStatus.ACTIVE.value,
-        )
-        .order_by(MemoryEntry.last_seen_at.desc())
-        .limit(limit + len(have))
-    )
-    rows = [to_record(r) for r in await conn.execute(query)]
-    return [Recalled(r, 0.0) for r in rows if r.id not in have]
+    return [Recalled(r, 0.0) for r in rows if r.id not in known][:count]
 
 
 def _query_terms(query: str) -> frozenset[str]:

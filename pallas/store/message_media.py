@@ -27,12 +27,12 @@ async def set_segment_assets(
     message_id: int,
     assets: Mapping[int, str],
     *,
-    write_lock: asyncio.Lock | None = None,
+    write_lock: asyncio.Lock,
 ) -> None:
     """Record `asset:` references on the message's segments, by segment index."""
     if not assets:
         return
-    async with write_lock or asyncio.Lock(), engine.begin() as conn:
+    async with write_lock, engine.begin() as conn:
         value = await conn.scalar(select(Message.segments).where(Message.id == message_id))
         segments = [dict(segment) for segment in value or []]
         for index, reference in assets.items():
