@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import httpx
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -45,8 +46,10 @@ from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
-from pallas.product.llm.assembler.context import ContextSource
+from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.assembler.context import ContextSource, TurnPreparer
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
+from pallas.product.media.feature import MediaHost
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import MemoryHost
 from pallas.providers.call_log import CallLog
@@ -64,6 +67,7 @@ from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.sticker_habit import StickerHabitStore
+from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
 
 LOTTERY_SEED = "pallas-ambient"
@@ -85,6 +89,15 @@ class KernelConfig:
     delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     # Admitted messages younger than this that no turn consumed are re-buffered at start-up.
     rebuffer_window: timedelta = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class AgentPlugs:
+    """The lists feature packages add to at load time, which the agent reads every turn."""
+
+    sources: list[ContextSource]
+    preparers: list[TurnPreparer]
+    forms: list[ReplyForm]
 
 
 @dataclass
@@ -114,10 +127,15 @@ class Runtime:
     memory: MemoryStore
     assets: AssetStore
     sticker_habit: StickerHabitStore
+    sticker_library: StickerLibrary
     agent_config: AgentConfig
     # What a turn's context is assembled from besides the chat itself; feature packages add
     # theirs at load time (memory, later relations and knowledge).
     context_sources: list[ContextSource] = field(default_factory=list)
+    # Work on a turn's own messages before its context is read (media: pictures, voices).
+    preparers: list[TurnPreparer] = field(default_factory=list)
+    # How a reply goes out besides words (media: stickers, voice).
+    reply_forms: list[ReplyForm] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -145,6 +163,8 @@ class Runtime:
         jobs.every(PRUNE)
         agent_config = load_agent_config()
         context_sources: list[ContextSource] = []
+        preparers: list[TurnPreparer] = []
+        reply_forms: list[ReplyForm] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -205,7 +225,7 @@ class Runtime:
                 delivery,
                 tools,
                 agent_config,
-                context_sources,
+                AgentPlugs(context_sources, preparers, reply_forms),
             )
         return cls(
             settings=settings,
@@ -235,6 +255,9 @@ class Runtime:
             sticker_habit=StickerHabitStore(engine, write_lock=lock),
             agent_config=agent_config,
             context_sources=context_sources,
+            preparers=preparers,
+            reply_forms=reply_forms,
+            sticker_library=StickerLibrary(engine, write_lock=lock),
         )
 
     def memory_host(self) -> MemoryHost:
@@ -249,6 +272,25 @@ class Runtime:
             registry=self.tools.book.registry,
             clock=self.runner.clock,
             superusers=frozenset(self.settings.superusers),
+        )
+
+    def media_host(self, client: httpx.AsyncClient) -> MediaHost:
+        """What the media feature plugs into (packages/media, docs/media.md)."""
+        return MediaHost(
+            assets=self.assets,
+            models=self.models,
+            jobs=self.jobs,
+            stages=self.stages,
+            commands=self.commands,
+            dispatcher=self.dispatcher,
+            registry=self.tools.book.registry,
+            preparers=self.preparers,
+            reply_forms=self.reply_forms,
+            memory=self.memory,
+            habit=self.sticker_habit,
+            library=self.sticker_library,
+            clock=self.runner.clock,
+            client=client,
         )
 
     @property
@@ -342,7 +384,7 @@ def _agent(
     delivery: OutboxDelivery,
     tools: ToolSetup,
     config: AgentConfig,
-    sources: list[ContextSource],
+    plugs: AgentPlugs,
 ) -> TurnHandler:
     return build_agent_handler(
         engine=engine,
@@ -351,7 +393,9 @@ def _agent(
         outlet=outlet,
         delivery=delivery,
         config=config,
-        sources=sources,
+        sources=plugs.sources,
+        preparers=plugs.preparers,
+        forms=plugs.forms,
         nicknames=tuple(settings.nickname),
         book=tools.book,
         skills=tools.skills,

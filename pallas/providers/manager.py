@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from random import Random
-from typing import Any
+from typing import Any, TypeVar
 
 from loguru import logger
 from openai import AsyncOpenAI
@@ -23,22 +23,28 @@ from openai import AsyncOpenAI
 from pallas.providers.call_log import CallLog, CallRecord, summary_line
 from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
 from pallas.providers.errors import AttemptFailure, NoModelError
-from pallas.providers.estimate import estimate_tokens, message_text
+from pallas.providers.estimate import estimate_tokens, message_tokens
 from pallas.providers.failover import FailoverPlan, Pause, Try
 from pallas.providers.openai_wire import (
     ChatRequest,
     RawChat,
     RawEmbeddings,
+    RawSpeech,
+    RawTranscription,
     build_client,
     chat_once,
     classify,
     embed_once,
+    speak_once,
+    transcribe_once,
 )
 from pallas.providers.results import (
     CallTag,
     ChatResult,
     EmbeddingResult,
+    SpeechResult,
     TokenUsage,
+    TranscriptionResult,
     parse_tool_call,
 )
 from pallas.providers.selection import CircuitBreaker, order_candidates
@@ -71,6 +77,18 @@ class _Attempt:
     number: int
     started_at: datetime
     started: float
+
+
+@dataclass(frozen=True)
+class _Logged:
+    """What the call log shows as an attempt's input, whatever its outcome."""
+
+    messages: Sequence[Mapping[str, Any]] = ()
+    texts: Sequence[str] = ()
+
+
+_Raw = TypeVar("_Raw")
+_Result = TypeVar("_Result")
 
 
 class ModelManager:
@@ -143,51 +161,98 @@ class ModelManager:
         model: str | None = None,
         stream: bool | None = None,
     ) -> ChatResult:
-        plan = self._plan(self.candidates(model_type, model=model, needs_tools=bool(request.tools)))
-        for step in plan.steps():
-            if isinstance(step, Pause):
-                await self._deps.sleep(step.seconds)
-                continue
-            spec, attempt = step.spec, self._start(step, model_type, tag)
-            try:
-                raw = await chat_once(
-                    self._client(spec.provider),
-                    spec.upstream,
-                    _with_model_defaults(request, spec),
-                    stream=spec.stream if stream is None else stream,
-                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
-                )
-            except Exception as exc:
-                plan.failed(
-                    self._attempt_failed(attempt, exc, messages=request.messages), spec.provider
-                )
-                continue
+        candidates = self.candidates(model_type, model=model, needs_tools=bool(request.tools))
+
+        async def once(spec: ModelSpec) -> RawChat:
+            return await chat_once(
+                self._client(spec.provider),
+                spec.upstream,
+                _with_model_defaults(request, spec),
+                stream=spec.stream if stream is None else stream,
+                timeout_s=self._timeout_s(spec),
+            )
+
+        def succeeded(attempt: _Attempt, raw: RawChat) -> ChatResult:
             return self._chat_succeeded(attempt, request, raw)
-        raise plan.exhausted()
+
+        return await self._serve(
+            candidates, model_type, tag, once, succeeded, _Logged(messages=request.messages)
+        )
 
     async def embed(
         self, texts: Sequence[str], *, tag: CallTag, model: str | None = None
     ) -> EmbeddingResult:
         candidates = self.candidates(ModelType.EMBEDDING, model=model)
         # Vectors must share one space: only the first embedding model ever answers.
-        plan = self._plan(candidates if model is not None else candidates[:1])
-        for step in plan.steps():
-            if isinstance(step, Pause):
-                await self._deps.sleep(step.seconds)
-                continue
-            spec, attempt = step.spec, self._start(step, ModelType.EMBEDDING, tag)
-            try:
-                raw = await embed_once(
-                    self._client(spec.provider),
-                    spec.upstream,
-                    texts,
-                    timeout_s=self.catalog.provider(spec.provider).timeout_s,
-                )
-            except Exception as exc:
-                plan.failed(self._attempt_failed(attempt, exc, texts=texts), spec.provider)
-                continue
+        candidates = candidates if model is not None else candidates[:1]
+
+        async def once(spec: ModelSpec) -> RawEmbeddings:
+            return await embed_once(
+                self._client(spec.provider), spec.upstream, texts, timeout_s=self._timeout_s(spec)
+            )
+
+        def succeeded(attempt: _Attempt, raw: RawEmbeddings) -> EmbeddingResult:
             return self._embed_succeeded(attempt, texts, raw)
-        raise plan.exhausted()
+
+        return await self._serve(
+            candidates, ModelType.EMBEDDING, tag, once, succeeded, _Logged(texts=texts)
+        )
+
+    async def transcribe(
+        self,
+        audio: bytes,
+        filename: str,
+        *,
+        tag: CallTag,
+        model: str | None = None,
+        language: str | None = None,
+    ) -> TranscriptionResult:
+        """Speech to text; `filename`'s extension tells the service the audio format."""
+        candidates = self.candidates(ModelType.ASR, model=model)
+        logged = _Logged(texts=[_audio_note(filename, audio, language)])
+
+        async def once(spec: ModelSpec) -> RawTranscription:
+            return await transcribe_once(
+                self._client(spec.provider),
+                spec.upstream,
+                audio,
+                filename,
+                timeout_s=self._timeout_s(spec),
+                language=language,
+            )
+
+        def succeeded(attempt: _Attempt, raw: RawTranscription) -> TranscriptionResult:
+            return self._transcription_succeeded(attempt, logged, raw)
+
+        return await self._serve(candidates, ModelType.ASR, tag, once, succeeded, logged)
+
+    async def speak(
+        self,
+        text: str,
+        *,
+        tag: CallTag,
+        voice: str = "alloy",
+        model: str | None = None,
+        response_format: str = "mp3",
+    ) -> SpeechResult:
+        """Text to speech: the audio bytes in `response_format` and their MIME type."""
+        candidates = self.candidates(ModelType.TTS, model=model)
+        logged = _Logged(texts=[text])
+
+        async def once(spec: ModelSpec) -> RawSpeech:
+            return await speak_once(
+                self._client(spec.provider),
+                spec.upstream,
+                text,
+                voice=voice,
+                response_format=response_format,
+                timeout_s=self._timeout_s(spec),
+            )
+
+        def succeeded(attempt: _Attempt, raw: RawSpeech) -> SpeechResult:
+            return self._speech_succeeded(attempt, text, logged, raw)
+
+        return await self._serve(candidates, ModelType.TTS, tag, once, succeeded, logged)
 
     async def close(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -195,6 +260,33 @@ class ModelManager:
             await client.close()
 
     # -- one attempt ------------------------------------------------------------------
+
+    async def _serve(
+        self,
+        candidates: list[ModelSpec],
+        model_type: ModelType,
+        tag: CallTag,
+        once: Callable[[ModelSpec], Awaitable[_Raw]],
+        succeeded: Callable[[_Attempt, _Raw], _Result],
+        logged: _Logged,
+    ) -> _Result:
+        """Try the candidates in order until one answers; every attempt is accounted."""
+        plan = self._plan(candidates)
+        for step in plan.steps():
+            if isinstance(step, Pause):
+                await self._deps.sleep(step.seconds)
+                continue
+            attempt = self._start(step, model_type, tag)
+            try:
+                raw = await once(step.spec)
+            except Exception as exc:
+                plan.failed(self._attempt_failed(attempt, exc, logged), step.spec.provider)
+                continue
+            return succeeded(attempt, raw)
+        raise plan.exhausted()
+
+    def _timeout_s(self, spec: ModelSpec) -> float:
+        return self.catalog.provider(spec.provider).timeout_s
 
     def _plan(self, candidates: list[ModelSpec]) -> FailoverPlan:
         return FailoverPlan(candidates, self._breaker, self.catalog.breaker, self._deps.monotonic)
@@ -256,13 +348,49 @@ class ModelManager:
         )
         return EmbeddingResult(raw.vectors, usage, spec.name, cost, latency)
 
+    def _transcription_succeeded(
+        self, attempt: _Attempt, logged: _Logged, raw: RawTranscription
+    ) -> TranscriptionResult:
+        spec = attempt.spec
+        self._breaker.succeeded(spec.name)
+        usage = TokenUsage()
+        if raw.usage is not None:
+            usage = TokenUsage(raw.usage.prompt_tokens, raw.usage.completion_tokens)
+        cost = spec.pricing.cost(usage.prompt_tokens, usage.completion_tokens)
+        latency = self._finish_ok(attempt, usage, cost, logged, raw.text)
+        return TranscriptionResult(raw.text, spec.name, cost, latency, usage)
+
+    def _speech_succeeded(
+        self, attempt: _Attempt, text: str, logged: _Logged, raw: RawSpeech
+    ) -> SpeechResult:
+        spec = attempt.spec
+        self._breaker.succeeded(spec.name)
+        # Speech services report no usage; they bill by the input text, so that is counted.
+        usage = TokenUsage(estimate_tokens(text), estimated=True)
+        cost = spec.pricing.cost(usage.prompt_tokens, 0)
+        output = f"[audio {raw.mime}: {len(raw.audio)} bytes]"
+        latency = self._finish_ok(attempt, usage, cost, logged, output)
+        return SpeechResult(raw.audio, raw.mime, spec.name, cost, latency, usage)
+
+    def _finish_ok(
+        self, attempt: _Attempt, usage: TokenUsage, cost: float, logged: _Logged, output: str
+    ) -> float:
+        """Account and log a successful audio call; returns its latency in ms."""
+        latency = (self._deps.monotonic() - attempt.started) * 1000
+        self._deps.usage(_row(attempt, "ok", usage, cost, latency))
+        self._log(
+            CallRecord(
+                **_record_base(attempt, "ok", latency),
+                input_messages=logged.messages,
+                input_texts=logged.texts,
+                output_text=output,
+                **_record_usage(usage, cost),
+            )
+        )
+        return latency
+
     def _attempt_failed(
-        self,
-        attempt: _Attempt,
-        exc: BaseException,
-        *,
-        messages: Sequence[Mapping[str, Any]] = (),
-        texts: Sequence[str] = (),
+        self, attempt: _Attempt, exc: BaseException, logged: _Logged
     ) -> AttemptFailure:
         """Classify, rest the model if it is worth resting, account and log the failure."""
         kind, detail, retry_after = classify(exc)
@@ -274,8 +402,8 @@ class ModelManager:
         self._log(
             CallRecord(
                 **_record_base(attempt, kind.value, latency),
-                input_messages=messages,
-                input_texts=texts,
+                input_messages=logged.messages,
+                input_texts=logged.texts,
                 error=detail,
             )
         )
@@ -313,15 +441,19 @@ def _with_model_defaults(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
     )
 
 
+def _audio_note(filename: str, audio: bytes, language: str | None) -> str:
+    # The call log gets what the audio was, never its bytes.
+    note = f"[audio {filename}: {len(audio)} bytes"
+    return f"{note}, language {language}]" if language else f"{note}]"
+
+
 def _chat_usage(request: ChatRequest, raw: RawChat) -> TokenUsage:
     if raw.usage is not None:
         return TokenUsage(
             raw.usage.prompt_tokens, raw.usage.completion_tokens, raw.usage.cached_tokens
         )
     output = raw.text + "".join(f"{c.name} {c.arguments}" for c in raw.tool_calls)
-    return TokenUsage(
-        estimate_tokens(message_text(request.messages)), estimate_tokens(output), estimated=True
-    )
+    return TokenUsage(message_tokens(request.messages), estimate_tokens(output), estimated=True)
 
 
 def _row(

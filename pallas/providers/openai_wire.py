@@ -67,6 +67,31 @@ class RawEmbeddings:
     prompt_tokens: int | None
 
 
+@dataclass(frozen=True)
+class RawTranscription:
+    text: str
+    usage: RawUsage | None  # None: the service reported no token counts
+
+
+@dataclass(frozen=True)
+class RawSpeech:
+    audio: bytes
+    mime: str
+
+
+# What each speech format is served as when the service does not say (OpenAI's formats).
+SPEECH_MIME = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+# Content types that name no audio format: the one asked for is assumed instead.
+_GENERIC_MIME = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+
+
 def build_client(provider: ProviderSpec, api_key: str) -> AsyncOpenAI:
     return AsyncOpenAI(
         base_url=provider.base_url,
@@ -114,6 +139,70 @@ async def embed_once(
         raise MalformedResponseError(f"{len(data)} vectors for {len(texts)} inputs")
     usage = response.usage.prompt_tokens if response.usage is not None else None
     return RawEmbeddings(tuple(tuple(item.embedding) for item in data), usage)
+
+
+async def transcribe_once(
+    client: AsyncOpenAI,
+    upstream: str,
+    audio: bytes,
+    filename: str,
+    *,
+    timeout_s: float,
+    language: str | None,
+) -> RawTranscription:
+    """One `POST /audio/transcriptions`; blank text is a valid answer (silence)."""
+    options: dict[str, Any] = {"model": upstream, "file": (filename, audio)}
+    if language:
+        options["language"] = language
+    async with asyncio.timeout(timeout_s):
+        response = await client.audio.transcriptions.create(**options, response_format="json")
+    # The SDK builds the answer without validating it: a missing field is simply absent.
+    text = getattr(response, "text", None)
+    if not isinstance(text, str):
+        raise MalformedResponseError("the transcription has no text")
+    return RawTranscription(text, transcription_usage(getattr(response, "usage", None)))
+
+
+def transcription_usage(usage: object) -> RawUsage | None:
+    """Token counts when the service bills by token; per-second usage has none to give."""
+    if getattr(usage, "type", None) != "tokens":
+        return None
+    prompt = getattr(usage, "input_tokens", None)
+    completion = getattr(usage, "output_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return RawUsage(prompt, completion, 0)
+
+
+async def speak_once(
+    client: AsyncOpenAI,
+    upstream: str,
+    text: str,
+    *,
+    voice: str,
+    response_format: str,
+    timeout_s: float,
+) -> RawSpeech:
+    """One `POST /audio/speech`; an answer without audio bytes is a failed attempt."""
+    async with asyncio.timeout(timeout_s):
+        response = await client.audio.speech.create(
+            model=upstream,
+            voice=voice,
+            input=text,
+            response_format=response_format,  # type: ignore[arg-type]
+        )
+        # Not streamed: the SDK has read the whole body by now.
+        audio = response.content
+    content_type = response.response.headers.get("content-type", "")
+    mime = content_type.split(";", 1)[0].strip().lower()
+    if mime.startswith(("application/json", "text/")):
+        # Some gateways answer 200 with an error document instead of a status code.
+        raise MalformedResponseError(f"the speech answer is {mime}, not audio")
+    if not audio:
+        raise MalformedResponseError("the speech answer carried no audio")
+    if mime in _GENERIC_MIME:
+        mime = SPEECH_MIME.get(response_format, "application/octet-stream")
+    return RawSpeech(audio, mime)
 
 
 def _from_completion(response: ChatCompletion) -> RawChat:

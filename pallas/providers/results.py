@@ -17,6 +17,8 @@ class Purpose(StrEnum):
     SUMMARY = "summary"
     EMBEDDING = "embedding"
     VISION = "vision"
+    SPEECH = "speech"  # text to speech
+    TRANSCRIPTION = "transcription"  # speech to text
     TOOL = "tool"
     OTHER = "other"
 
@@ -78,3 +80,23 @@ class EmbeddingResult:
     model: str  # vectors are only comparable with vectors of the same model
     cost: float
     latency_ms: float
+
+
+@dataclass(frozen=True)
+class TranscriptionResult:
+    text: str  # may be empty or blank: the audio held no speech
+    model: str
+    cost: float
+    latency_ms: float
+    # Only services that bill by token report usage; the rest (per-minute billing) leave zeros.
+    usage: TokenUsage = TokenUsage()
+
+
+@dataclass(frozen=True)
+class SpeechResult:
+    audio: bytes
+    mime: str  # e.g. "audio/mpeg"; from the answer's content type, else from the format asked
+    model: str
+    cost: float
+    latency_ms: float
+    usage: TokenUsage = TokenUsage()  # the input text, estimated: speech services report none

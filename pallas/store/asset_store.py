@@ -25,9 +25,9 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX, asset_file
-from pallas.core.media import ImageInfo, sniff_image
-from pallas.store.message_media import set_segment_assets
-from pallas.store.models import Asset
+from pallas.core.media import MediaInfo, sniff_media
+from pallas.store.message_media import rewrite_segment_texts, set_segment_assets
+from pallas.store.models import Asset, Sticker
 from pallas.store.sql import insert_ignoring_conflicts
 
 
@@ -45,6 +45,15 @@ class StoredAsset:
         return f"{ASSET_PREFIX}{self.path}"
 
 
+@dataclass(frozen=True)
+class AssetLabel:
+    """What the vision model said a file shows: a short description (for a sticker, its
+    caption) and, for a sticker, the feelings it expresses."""
+
+    description: str
+    emotions: tuple[str, ...] = ()
+
+
 class AssetStore:
     def __init__(
         self, engine: AsyncEngine, folder: Path, *, write_lock: asyncio.Lock | None = None
@@ -54,8 +63,8 @@ class AssetStore:
         self._lock = write_lock or asyncio.Lock()
 
     async def put(self, data: bytes, now: datetime, *, source: str = "platform") -> StoredAsset:
-        """Keep `data` (once); raises `NotMedia` for anything that is not a usable image."""
-        info = await asyncio.to_thread(sniff_image, data)
+        """Keep `data` (once); raises `NotMedia` for anything not a usable image or sound."""
+        info = await asyncio.to_thread(sniff_media, data)
         sha = hashlib.sha256(data).hexdigest()
         known = await self.get(sha)
         if known is not None:
@@ -84,9 +93,38 @@ class AssetStore:
         async with self._lock, self.engine.begin() as conn:
             await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(last_used_at=now))
 
+    async def label(self, sha256: str) -> AssetLabel | None:
+        """What the vision model saw in the file; None when it was never described."""
+        query = select(Asset.description, Asset.emotions).where(Asset.sha256 == sha256)
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        if row is None or not row.description:
+            return None
+        return AssetLabel(row.description, tuple(row.emotions.split()))
+
+    async def labels_since(self, since: datetime) -> int:
+        """Vision calls made about files since `since`: what the labelling budget counts."""
+        query = select(func.count()).select_from(Asset).where(Asset.labelled_at >= since)
+        async with self.engine.connect() as conn:
+            return int(await conn.scalar(query) or 0)
+
+    async def mark_labelling(self, sha256: str, now: datetime) -> None:
+        """Note a vision call about the file before it is made: a crash still counts it."""
+        async with self._lock, self.engine.begin() as conn:
+            await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(labelled_at=now))
+
+    async def set_label(self, sha256: str, label: AssetLabel) -> None:
+        values = {"description": label.description, "emotions": " ".join(label.emotions)}
+        async with self._lock, self.engine.begin() as conn:
+            await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(**values))
+
     async def record_on_message(self, message_id: int, assets: Mapping[int, str]) -> None:
         """Note on a stored message which asset each of its segments (by index) became."""
         await set_segment_assets(self.engine, message_id, assets, write_lock=self._lock)
+
+    async def rewrite_texts(self, message_id: int, texts: Mapping[int, str]) -> str | None:
+        """Replace placeholders on a stored message with what its files show (by segment)."""
+        return await rewrite_segment_texts(self.engine, message_id, texts, write_lock=self._lock)
 
     async def total_bytes(self) -> int:
         async with self.engine.connect() as conn:
@@ -97,8 +135,11 @@ class AssetStore:
         total = await self.total_bytes()
         if total <= max_bytes:
             return 0
-        query = select(Asset.sha256, Asset.path, Asset.size).order_by(
-            Asset.last_used_at, Asset.sha256
+        # The bot's own sticker collection is kept whatever its age (docs/media.md).
+        query = (
+            select(Asset.sha256, Asset.path, Asset.size)
+            .where(Asset.sha256.not_in(select(Sticker.sha256)))
+            .order_by(Asset.last_used_at, Asset.sha256)
         )
         doomed: list[tuple[str, str]] = []
         async with self.engine.connect() as conn:
@@ -115,7 +156,7 @@ class AssetStore:
         return len(doomed)
 
 
-def _row(sha: str, relative: str, info: ImageInfo, size: int) -> dict[str, object]:
+def _row(sha: str, relative: str, info: MediaInfo, size: int) -> dict[str, object]:
     return {
         "sha256": sha,
         "path": relative,

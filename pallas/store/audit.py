@@ -34,6 +34,7 @@ class EventKind(StrEnum):
     AGENT_FAILED = "agent_failed"  # no valid decision (model, protocol or validation failure)
     MODEL_UNAVAILABLE = "model_unavailable"  # no chat model answered; a fallback may follow
     REPLY_INTENT = "reply_intent"  # the decision said more than its text (e.g. a wait hint)
+    STICKER_MISSED = "sticker_missed"  # a sticker was wanted (the reason: the feeling), none fit
     REPLY_QUEUED = "reply_queued"  # a reply and its outbox rows were committed
     ACTION_QUEUED = "action_queued"  # a poke or a reaction was committed to the outbox
     ACTION_REFUSED = "action_refused"  # the outbox refused a decided action it cannot send

@@ -440,6 +440,13 @@ class Asset(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # Retention drops the least recently used first.
     last_used_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+    # What the vision model saw in it (empty: never looked at); written once, reused by every
+    # message that carries the same file (docs/media.md).
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # For a sticker, the feelings it shows (space-separated, from the vision vocabulary).
+    emotions: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    # The last time the vision model was asked about it: the hourly labelling budget counts these.
+    labelled_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), index=True)
 
 
 class StickerUse(Base):
@@ -454,6 +461,24 @@ class StickerUse(Base):
     count: Mapped[int] = mapped_column(Integer)
     first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # When this favourite became a person fact (`常用表情包：…`); empty until then.
+    promoted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class Sticker(Base):
+    """The bot's own sticker collection: files it may send, labelled by caption and emotion
+    (docs/media.md). A library file is never dropped by retention."""
+
+    __tablename__ = "sticker"
+
+    sha256: Mapped[str] = mapped_column(String(64), ForeignKey("asset.sha256"), primary_key=True)
+    caption: Mapped[str] = mapped_column(String(80))
+    emotions: Mapped[str] = mapped_column(String(200))  # space-separated, from EMOTIONS
+    source: Mapped[str] = mapped_column(String(16))  # group / owner
+    added_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    uses: Mapped[int] = mapped_column(Integer, default=0)  # counted after the platform's receipt
+    last_sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
 
 class ScanCursor(Base):

@@ -20,10 +20,10 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.assets import asset_path
+from pallas.core.media import is_sticker_text
 from pallas.store.models import Message, ScanCursor, StickerUse
 from pallas.store.sql import upsert
 
-STICKER_LABEL = "[动画表情]"  # how ingress marks an image NapCat reports as a sticker
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Key = tuple[int, int, str]  # (stream_id, person_id, sha256)
@@ -48,7 +48,8 @@ def sticker_hashes(segments: Iterable[dict[str, Any]]) -> list[str]:
     """The content hashes of a message's kept stickers (pure)."""
     hashes = []
     for segment in segments:
-        if segment.get("kind") != "image" or segment.get("text") != STICKER_LABEL:
+        # A described sticker reads "[动画表情：…]": the mark is the placeholder's start.
+        if segment.get("kind") != "image" or not is_sticker_text(str(segment.get("text", ""))):
             continue
         relative = asset_path(str((segment.get("media") or {}).get("asset", "")))
         if relative:

@@ -3,6 +3,9 @@
 Tests and benchmarks of the model-provider layer point the real `openai` SDK at it. Answers are
 scripted per upstream model id (`script`), and every request is recorded (`requests`).
 
+Routes: chat completions, embeddings, audio transcriptions (a multipart upload, answered with
+`{"text": <Reply.content>}`) and audio speech (answered with `Reply.audio` as `Reply.mime`).
+
 It is a small hand-written HTTP/1.1 server on `asyncio.start_server` rather than a framework,
 because the faults it models (truncated streams, dropped connections, garbage events, stalls)
 need exact control over what goes on the wire and when the socket closes.
@@ -13,10 +16,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import io
 import itertools
 import json
+import re
 import struct
 import time
+import wave
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,8 +31,13 @@ from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
+TRANSCRIPTIONS_PATH = "/v1/audio/transcriptions"
+SPEECH_PATH = "/v1/audio/speech"
+ROUTES = (CHAT_PATH, EMBEDDINGS_PATH, TRANSCRIPTIONS_PATH, SPEECH_PATH)
+AUDIO_PATHS = (TRANSCRIPTIONS_PATH, SPEECH_PATH)
 EMBEDDING_DIMENSIONS = 8
 
+_JSON = "application/json"
 _MAX_HEADER_BYTES = 64 * 1024
 _BACKLOG = 2048  # asyncio's default of 100 resets connections when hundreds arrive at once
 _ERROR_TYPES = {
@@ -36,6 +47,20 @@ _ERROR_TYPES = {
     404: ("invalid_request_error", "not_found"),
     429: ("requests", "rate_limit_exceeded"),
 }
+
+
+def silent_wav(samples: int = 200, rate: int = 8_000) -> bytes:
+    """A valid WAV file of 16-bit mono silence (200 samples: 25 ms, 444 bytes)."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\0\0" * samples)
+    return buffer.getvalue()
+
+
+SILENT_WAV = silent_wav()
 
 
 @dataclass(frozen=True)
@@ -54,7 +79,7 @@ class ToolCallSpec:
 
 @dataclass(frozen=True)
 class Reply:
-    """A successful completion."""
+    """A successful completion (a transcription: `content`; speech: `audio` as `mime`)."""
 
     content: str = "ok"
     tool_calls: tuple[ToolCallSpec, ...] = ()
@@ -63,6 +88,8 @@ class Reply:
     usage_in_stream: bool = True  # False: ignore stream_options (no usage chunk)
     chunk_chars: int = 3  # streaming: size of content pieces and tool-argument fragments
     delay_s: float = 0.0  # wait before the status line (> client timeout models a stall)
+    audio: bytes | None = None  # speech body; None: SILENT_WAV, b"": an empty 200 answer
+    mime: str = "audio/wav"  # the speech answer's content type
 
 
 @dataclass(frozen=True)
@@ -84,7 +111,10 @@ class BrokenStream:
 
 @dataclass(frozen=True)
 class EmptyChoices:
-    """200 with "choices": [] (stream: one chunk with no choices, then [DONE])."""
+    """200 with "choices": [] (stream: one chunk with no choices, then [DONE]).
+
+    Embeddings get "data": [], a transcription `{}` (no text), speech an empty body.
+    """
 
 
 @dataclass(frozen=True)
@@ -99,7 +129,10 @@ Scripted = Reply | Status | BrokenStream | EmptyChoices | Stall
 class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-cased names
-    body: dict[str, Any]  # parsed JSON ({} when the body was not a JSON object)
+    # Parsed JSON ({} when the body was not a JSON object). A multipart upload: its text
+    # fields, plus "filename", "file_size" and "file_sha256" of its "file" part.
+    body: dict[str, Any]
+    files: dict[str, bytes] = field(default_factory=dict)  # multipart file parts by field name
 
     @property
     def api_key(self) -> str:
@@ -257,15 +290,19 @@ class FakeModelServer:
     async def _dispatch(
         self, request: _Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        body = _parse_json_object(request.raw_body)
+        body, files = _parse_body(request)
         exchange = _Exchange(request, body, reader, writer)
-        self.requests.append(RecordedRequest(request.path, request.headers, body or {}))
-        if request.method != "POST" or request.path not in (CHAT_PATH, EMBEDDINGS_PATH):
+        self.requests.append(RecordedRequest(request.path, request.headers, body or {}, files))
+        if request.method != "POST" or request.path not in ROUTES:
             await _send_error(
                 exchange, Status(404, f"no route for {request.method} {request.path}")
             )
         elif body is None:
             await _send_error(exchange, Status(400, "request body is not a JSON object"))
+        elif request.path == TRANSCRIPTIONS_PATH and "file" not in files:
+            await _send_error(exchange, Status(400, "the upload has no file part"))
+        elif request.path in AUDIO_PATHS:
+            await _answer_audio(exchange, self._next_answer(exchange.model))
         else:
             await self._answer(exchange, self._next_answer(exchange.model))
 
@@ -384,6 +421,33 @@ class FakeModelServer:
         await _end_chunked(exchange.writer)
 
 
+# ----- audio ----------------------------------------------------------------------------------
+
+
+async def _answer_audio(exchange: _Exchange, answer: Scripted) -> None:
+    speech = exchange.request.path == SPEECH_PATH
+    match answer:
+        case Stall():
+            await _stall(exchange)
+        case Status():
+            await _send_error(exchange, answer)
+        case Reply() if speech:
+            await asyncio.sleep(answer.delay_s)
+            audio = SILENT_WAV if answer.audio is None else answer.audio
+            await _send_bytes(exchange, audio, answer.mime)
+        case Reply():
+            await asyncio.sleep(answer.delay_s)
+            await _send_json(exchange, {"text": answer.content})
+        case EmptyChoices() if speech:
+            await _send_bytes(exchange, b"", "audio/wav")
+        case EmptyChoices():
+            await _send_json(exchange, {})
+        case BrokenStream() if speech:
+            await _send_truncated(exchange, SILENT_WAV, "audio/wav")
+        case BrokenStream():
+            await _send_truncated(exchange, json.dumps({"text": "cut off"}).encode(), _JSON)
+
+
 # ----- HTTP plumbing ---------------------------------------------------------------------------
 
 
@@ -437,17 +501,25 @@ def _response_head(code: int, headers: dict[str, str], keep_alive: bool) -> byte
 async def _send_json(
     exchange: _Exchange, body: dict[str, Any], code: int = 200, **headers: str
 ) -> None:
-    payload = json.dumps(body).encode()
-    head_fields = {"content-type": "application/json", "content-length": str(len(payload))}
+    await _send_bytes(exchange, json.dumps(body).encode(), _JSON, code, **headers)
+
+
+async def _send_bytes(
+    exchange: _Exchange, payload: bytes, content_type: str, code: int = 200, **headers: str
+) -> None:
+    head_fields = {"content-type": content_type, "content-length": str(len(payload))}
     head = _response_head(code, head_fields | headers, exchange.request.keep_alive)
     exchange.writer.write(head + payload)
     await exchange.writer.drain()
 
 
 async def _send_truncated_json(exchange: _Exchange, body: dict[str, Any]) -> None:
+    await _send_truncated(exchange, json.dumps(body).encode(), _JSON)
+
+
+async def _send_truncated(exchange: _Exchange, payload: bytes, content_type: str) -> None:
     # Promise the full length, deliver half, then hang up: a connection dropped mid-body.
-    payload = json.dumps(body).encode()
-    head_fields = {"content-type": "application/json", "content-length": str(len(payload))}
+    head_fields = {"content-type": content_type, "content-length": str(len(payload))}
     exchange.writer.write(_response_head(200, head_fields, keep_alive=False))
     exchange.writer.write(payload[: len(payload) // 2])
     await exchange.writer.drain()
@@ -498,6 +570,66 @@ async def _stall(exchange: _Exchange) -> None:
 
 
 # ----- bodies ----------------------------------------------------------------------------------
+
+
+def _parse_body(request: _Request) -> tuple[dict[str, Any] | None, dict[str, bytes]]:
+    """(fields, file parts): a JSON object, or a multipart form's fields and files."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        return _parse_json_object(request.raw_body), {}
+    form = _parse_multipart(content_type, request.raw_body)
+    if form is None:
+        return None, {}
+    fields, files = form
+    if "file" in files:
+        filename, data = files["file"]
+        fields |= {
+            "filename": filename,
+            "file_size": len(data),
+            "file_sha256": hashlib.sha256(data).hexdigest(),
+        }
+    return fields, {name: data for name, (_, data) in files.items()}
+
+
+_PARAM = re.compile(r';\s*([\w-]+)=(?:"([^"]*)"|([^;\s]*))')
+
+
+def _header_params(value: str) -> dict[str, str]:
+    return {match[1].lower(): match[2] or match[3] for match in _PARAM.finditer(value)}
+
+
+def _parse_multipart(
+    content_type: str, raw: bytes
+) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]] | None:
+    """Text fields and (filename, bytes) file parts; None when it is not a well-formed form."""
+    boundary = _header_params(content_type).get("boundary")
+    if not boundary:
+        return None
+    fields: dict[str, Any] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    # Each part sits between "--boundary" lines; the last delimiter is "--boundary--".
+    for chunk in raw.split(b"--" + boundary.encode("latin-1"))[1:]:
+        if chunk.startswith(b"--"):
+            return fields, files
+        head, separator, content = chunk.removeprefix(b"\r\n").partition(b"\r\n\r\n")
+        if not separator:
+            return None
+        content = content.removesuffix(b"\r\n")
+        disposition = next(
+            (
+                line.split(":", 1)[1]
+                for line in head.decode("utf-8", errors="replace").split("\r\n")
+                if line.lower().startswith("content-disposition:")
+            ),
+            "",
+        )
+        params = _header_params(disposition)
+        name = params.get("name", "")
+        if "filename" in params:
+            files[name] = (params["filename"], content)
+        else:
+            fields[name] = content.decode("utf-8", errors="replace")
+    return None  # no closing delimiter: the body was cut short
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
 from pallas.core.assets import asset_file, asset_path
 from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.media import STICKER_PLACEHOLDER, is_sticker_text
 
 
 class UnsendableSegmentError(ValueError):
@@ -63,7 +64,7 @@ def _to_onebot_segment(segment: Segment) -> MessageSegment:
         case SegmentKind.FACE if segment.target:
             return MessageSegment.face(int(segment.target))
         case SegmentKind.IMAGE if segment.media is not None:
-            return MessageSegment.image(segment.media.url or segment.media.file)
+            return _image(segment, segment.media.url or segment.media.file)
         case SegmentKind.MARKET_FACE if segment.detail_value("key"):
             # NapCat sends a market face from these four fields (types/message.ts, mface).
             return MessageSegment(
@@ -80,6 +81,14 @@ def _to_onebot_segment(segment: Segment) -> MessageSegment:
         case SegmentKind.VIDEO if segment.media is not None:
             return MessageSegment.video(segment.media.url or segment.media.file)
     raise UnsendableSegmentError(f"cannot send a {segment.kind} segment: {segment!r}")
+
+
+def _image(segment: Segment, file: str) -> MessageSegment:
+    """A picture; one marked as a sticker goes out as one (NapCat's image `sub_type` 1 and
+    summary), so QQ shows it small and NapCat's echo of it reads as a sticker."""
+    if not is_sticker_text(segment.text):
+        return MessageSegment.image(file)
+    return MessageSegment("image", {"file": file, "sub_type": 1, "summary": STICKER_PLACEHOLDER})
 
 
 def _number(value: str) -> int | str:

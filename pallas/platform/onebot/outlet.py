@@ -132,14 +132,14 @@ class OneBotOutlet:
         if quote is not None:
             segments = (Segment(SegmentKind.REPLY, target=quote), *segments)
         try:
-            segments = inline_assets(segments, self._assets)
+            wire = inline_assets(segments, self._assets)
         except UnsendableSegmentError as exc:
             logger.warning("send to {}: {}", _where(stream), exc)
             return None
         try:
             via_group = await self._route(stream)
             return await send_and_record(
-                bot, self._recorder, stream, segments, self._clock, via_group
+                bot, self._recorder, stream, segments, self._clock, via_group, wire
             )
         except TimeoutError as exc:
             logger.warning("send to {} timed out: {!r}", _where(stream), exc)

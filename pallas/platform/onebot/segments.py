@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pallas.core.inbound import MediaRef, Segment, SegmentKind
+from pallas.core.media import PICTURE_PLACEHOLDER, STICKER_PLACEHOLDER, VOICE_PLACEHOLDER
 from pallas.platform.onebot.frames import UNREADABLE_SEGMENT
 
 MAX_TEXT_CHARS = 20_000
@@ -148,8 +149,8 @@ def _image(data: Data) -> Segment:
     if _is_market_face(data):
         return _market_face(data)
     summary = _s(data, "summary").strip()
-    sticker = _s(data, "sub_type") == "1" or summary == "[动画表情]"
-    label = "[动画表情]" if sticker else "[图片]"
+    sticker = _s(data, "sub_type") == "1" or summary == STICKER_PLACEHOLDER
+    label = STICKER_PLACEHOLDER if sticker else PICTURE_PLACEHOLDER
     return Segment(SegmentKind.IMAGE, text=label, media=_media(data), raw_type="image")
 
 
@@ -319,7 +320,7 @@ _CONVERTERS: dict[str, Callable[[Data], Segment]] = {
     "face": _face,
     "image": _image,
     "mface": _market_face,
-    "record": _media_segment(SegmentKind.RECORD, "[语音]"),
+    "record": _media_segment(SegmentKind.RECORD, VOICE_PLACEHOLDER),
     "video": _media_segment(SegmentKind.VIDEO, "[视频]"),
     "file": _file,
     "onlinefile": _online_file,

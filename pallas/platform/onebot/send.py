@@ -87,8 +87,11 @@ async def send_and_record(
     segments: Sequence[Segment],
     clock: Clock = utc_now,
     via_group: str | None = None,
+    wire: Sequence[Segment] | None = None,
 ) -> str | None:
-    message_id = await send_message(bot, stream, segments, via_group)
+    """Send `wire` (the segments with their files inlined; default `segments`) and record
+    `segments`: the timeline keeps `asset:` references, never a file's bytes."""
+    message_id = await send_message(bot, stream, wire or segments, via_group)
     if message_id is not None:
         await recorder.accept(own_message(stream, tuple(segments), message_id, clock()))
     return message_id

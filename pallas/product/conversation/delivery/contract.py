@@ -7,8 +7,8 @@ after the platform's receipt, so the bot's message becomes a fact only once it e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -37,13 +37,29 @@ class Outlet(Protocol):
 
 
 @dataclass(frozen=True)
+class OutgoingMedia:
+    """A picture or a voice a reply sends as a message of its own, after its text bubbles."""
+
+    segment: Segment
+    # Kept on the outbox row for whoever listens to receipts (a sticker's hash, counted once
+    # the platform confirmed the send).
+    marks: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class OutgoingReply:
     turn_id: int
     stream_id: int
     stream: StreamKey
     bubbles: tuple[str, ...]
-    quote: str | None  # platform id of the message to quote on the first bubble
+    quote: str | None  # platform id of the message to quote on the first message
     direct: bool = False  # answers a direct call (@, reply, poke, private): never dropped
+    media: tuple[OutgoingMedia, ...] = ()  # sent after the bubbles, one message each
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """What each message of the reply reads as, in sending order."""
+        return (*self.bubbles, *(m.segment.text for m in self.media))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +50,10 @@ from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, Ou
 IDLE_WAKE_S = 1.0  # without a wake-up, look again this often (due retries, reconnects)
 
 
+# Told of each row once the platform confirmed it (docs/delivery.md).
+ReceiptListener = Callable[[OutboxRow], Awaitable[None]]
+
+
 class OutboxDispatcher:
     def __init__(
         self,
@@ -70,6 +74,13 @@ class OutboxDispatcher:
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._receipt_listeners: list[ReceiptListener] = []
+
+    def on_receipt(self, listener: ReceiptListener) -> None:
+        """Call `listener` for each row once it is known sent (a feature counting what it
+        sent: a sticker's uses). A crash between the commit and the call loses the count,
+        never doubles it."""
+        self._receipt_listeners.append(listener)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="outbox dispatcher")
@@ -119,6 +130,7 @@ class OutboxDispatcher:
         found = echo or known.platform_message_id
         if action is Recovery.CONFIRMED:
             await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=found)
+            await self._receipted(row)
         elif action is Recovery.RESEND:
             await self._store.mark(row.id, OutboxStatus.PENDING, now)
         else:
@@ -206,6 +218,7 @@ class OutboxDispatcher:
         if confirmed:
             await self._store.mark_sent([(r.id, pid) for r, pid in confirmed], now)
         for row, platform_id in confirmed:
+            await self._receipted(row)
             self._gate.confirmed(row.stream_id, self._monotonic())
             payload = {"outbox_id": row.id, "platform_message_id": platform_id}
             self._event(row, EventKind.DELIVERED, row.kind, payload)
@@ -231,6 +244,7 @@ class OutboxDispatcher:
         echo = await self._echo_of(row, began)
         if echo is not None:
             await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+            await self._receipted(row)
             self._event(
                 row, EventKind.DELIVERED, row.kind, {"platform_message_id": echo, "echo": True}
             )
@@ -253,6 +267,13 @@ class OutboxDispatcher:
             last_error=error,
         )
         self._event(row, EventKind.DELIVERY_RETRY, row.kind, {"attempts": attempts})
+
+    async def _receipted(self, row: OutboxRow) -> None:
+        for listener in self._receipt_listeners:
+            try:
+                await listener(row)
+            except Exception as exc:  # a count gone wrong must not stop the outbox
+                logger.opt(exception=exc).error("outbox: receipt of row {} not counted", row.id)
 
     async def _perform(self, row: OutboxRow) -> str | None:
         """The platform's id for what was done, or None if it did not confirm."""
@@ -322,18 +343,25 @@ class OutboxDelivery:
         self._asset_exists = asset_exists
 
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
+        """The reply's bubbles, then its media, one row each; the quote on the first."""
         policy = self._dispatcher.policy
-        pauses = bubble_pauses(reply.bubbles, policy)
-        items = [
-            NewItem("message", self._bubble(text, pause, reply.quote if i == 0 else None))
-            for i, (text, pause) in enumerate(zip(reply.bubbles, pauses, strict=True))
+        pauses = bubble_pauses(reply.texts, policy)
+        bubble_pauses_ = pauses[: len(reply.bubbles)]
+        payloads = [
+            self._bubble(text, pause)
+            for text, pause in zip(reply.bubbles, bubble_pauses_, strict=True)
         ]
+        for media, pause in zip(reply.media, pauses[len(reply.bubbles) :], strict=True):
+            payload = message_payload((media.segment,), self._asset_exists, pause_s=pause)
+            payloads.append(payload | ({"marks": dict(media.marks)} if media.marks else {}))
+        if payloads and reply.quote is not None:
+            payloads[0]["quote"] = reply.quote
         queued = await self._store.enqueue(
             reply.turn_id,
             reply.stream_id,
-            items,
+            [NewItem("message", payload) for payload in payloads],
             self._clock(),
-            bubbles=reply.bubbles,
+            bubbles=reply.texts,
             quote=reply.quote,
             direct=reply.direct,
             max_waiting=policy.max_waiting_unsolicited,
@@ -372,6 +400,6 @@ class OutboxDelivery:
         self._dispatcher.wake()
         return tuple(queued.ids)
 
-    def _bubble(self, text: str, pause: float, quote: str | None) -> dict[str, Any]:
+    def _bubble(self, text: str, pause: float) -> dict[str, Any]:
         segments = (Segment(SegmentKind.TEXT, text=text),)
-        return message_payload(segments, self._asset_exists, pause_s=pause, quote=quote)
+        return message_payload(segments, self._asset_exists, pause_s=pause)

@@ -7,19 +7,22 @@ so a bad payload never sits in the outbox waiting to fail. The outlet translates
 segments to OneBot segments at send time.
 
 Stored form: {"segments": [...Segment.to_json()], "text": plain text, "pause_s": float,
-"quote": platform id}. `text` is what the timeline records for the sent message, and what
-an echo or the platform's history is matched by after a crash.
+"quote": platform id, "marks": {...}}. `text` is what NapCat's echo of the sent message reads
+as, what an echo or the platform's history is matched by after a crash; `marks` are facts for
+receipt listeners (a sticker's hash), optional.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pallas.core.actions import is_platform_id, reaction_id
 from pallas.core.assets import asset_file, asset_path
 from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.media import placeholder_of
 from pallas.core.text import render_plain_text
 
 MEDIA_KINDS = frozenset({SegmentKind.IMAGE, SegmentKind.RECORD, SegmentKind.VIDEO})
@@ -60,12 +63,20 @@ def message_payload(
             raise PayloadError(f"segment {index} ({segment.kind.value}): {problem}")
     payload: dict[str, Any] = {
         "segments": [segment.to_json() for segment in segments],
-        "text": render_plain_text(segments),
+        "text": platform_text(segments),
         "pause_s": pause_s,
     }
     if quote is not None:
         payload["quote"] = quote
     return payload
+
+
+def platform_text(segments: Sequence[Segment]) -> str:
+    """The text NapCat's echo of the message will have: a picture or voice shows as its bare
+    placeholder there, whatever caption the bot gave it (matched after a lost receipt)."""
+    return render_plain_text(
+        replace(s, text=placeholder_of(s.text)) if s.kind in MEDIA_KINDS else s for s in segments
+    )
 
 
 def segment_problem(segment: Segment, asset_exists: AssetExists) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pallas.core.actions import Capability, reaction_id
 from pallas.core.inbound import StreamKind
-from pallas.product.llm.agent.output import ShapedReply, shape_reply
+from pallas.product.llm.agent.output import IntentKind, ShapedReply, shape_reply
 
 MAX_WAIT_S = 300
 
@@ -137,7 +137,7 @@ def _reply(arguments: Mapping[str, Any], frame: DecisionFrame) -> Chosen:
     shaped = shape_reply(
         text, bot_names=frame.bot_names, max_bubbles=frame.max_bubbles, max_chars=frame.max_chars
     )
-    if shaped.empty:
+    if shaped.empty and not any(i.kind is IntentKind.STICKER for i in shaped.intents):
         return ProtocolError(ProtocolFault.PARSE_ERROR, "reply 的 text 去掉标记后是空的")
     return ReplyDecision(shaped, target)
 

@@ -11,7 +11,13 @@ from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
-from pallas.product.llm.assembler.context import AssemblyDeps, ContextSource, Persona
+from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.assembler.context import (
+    AssemblyDeps,
+    ContextSource,
+    Persona,
+    TurnPreparer,
+)
 from pallas.product.llm.assembler.prompt import ProtocolMode
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
@@ -48,6 +54,8 @@ def build_agent_handler(
     skills: SkillBook | None = None,
     superusers: frozenset[str] = frozenset(),
     sources: Sequence[ContextSource] = (),
+    preparers: Sequence[TurnPreparer] = (),
+    forms: Sequence[ReplyForm] = (),
 ) -> AgentTurnHandler:
     persona = Persona(
         name=config.persona.name or nicknames[0],
@@ -67,7 +75,12 @@ def build_agent_handler(
             engine=engine,
             ledger=ledger,
             assembly=AssemblyDeps(
-                engine, persona, config.context_token_budget, sources=sources, skills=skills
+                engine,
+                persona,
+                config.context_token_budget,
+                sources=sources,
+                skills=skills,
+                preparers=preparers,
             ),
             agent=AgentDeps(models, plan) if plan else None,
             tools=ToolLoopDeps(book, ledger),
@@ -76,5 +89,6 @@ def build_agent_handler(
             config=config,
             bot_names=(persona.name, *nicknames),
             superusers=superusers,
+            forms=forms,
         )
     )

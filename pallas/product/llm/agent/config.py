@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pallas.config import ConfigError
+from pallas.product.media.config import MediaConfig
 from pallas.product.memory.config import MemoryConfig
 
 DEFAULT_AGENT_FILE = Path("config/agent.yml")
@@ -48,6 +49,7 @@ class AgentConfig(BaseModel):
     tool_call_budget: int = Field(default=3, ge=0, le=8)
     max_rounds: int = Field(default=5, ge=2, le=10)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
 
 
 def load_agent_config(path: Path | None = None) -> AgentConfig:

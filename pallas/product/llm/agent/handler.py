@@ -6,7 +6,7 @@ assemble context -> frame -> decide -> act (reply / react / poke) or hand back
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +36,7 @@ from pallas.product.llm.agent.actions import (
 )
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
+from pallas.product.llm.agent.reply_forms import FormContext, ReplyForm, ReplyShape, apply_forms
 from pallas.product.llm.agent.toolbox import TurnToolbox
 from pallas.product.llm.assembler.context import (
     AssemblyDeps,
@@ -68,6 +69,8 @@ class AgentHandlerDeps:
     bot_names: tuple[str, ...]
     superusers: frozenset[str] = frozenset()
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # How a reply goes out besides words (stickers, voice); features add theirs at load time.
+    forms: Sequence[ReplyForm] = ()
 
 
 class AgentTurnHandler:
@@ -97,39 +100,65 @@ class AgentTurnHandler:
         self._event(
             turn, EventKind.AGENT_DECIDED, _action_name(outcome), _decision_payload(outcome)
         )
-        return await self._act(turn, prepared, outcome)
+        return await self._act(turn, prepared, outcome, toolbox.context.choices)
 
-    async def _act(self, turn: Turn, prepared: PreparedTurn, outcome: AgentOutcome) -> TurnDecision:
+    async def _act(
+        self,
+        turn: Turn,
+        prepared: PreparedTurn,
+        outcome: AgentOutcome,
+        choices: Mapping[str, Any],
+    ) -> TurnDecision:
         decision = outcome.decision
         if isinstance(decision, SilentDecision):
             return TurnDecision.SILENT
         if isinstance(decision, WaitDecision):
             return TurnDecision.WAIT
         if isinstance(decision, ReplyDecision):
-            await self._reply(turn, prepared, decision)
+            await self._reply(turn, prepared, decision, choices)
         elif isinstance(decision, ReactDecision):
             await self._react(turn, prepared, decision)
         elif isinstance(decision, PokeDecision):
             await self._poke(turn, decision)
         return TurnDecision.DONE
 
-    async def _reply(self, turn: Turn, prepared: PreparedTurn, decision: ReplyDecision) -> None:
-        for intent in decision.reply.intents:
+    async def _reply(
+        self,
+        turn: Turn,
+        prepared: PreparedTurn,
+        decision: ReplyDecision,
+        choices: Mapping[str, Any],
+    ) -> None:
+        intents = decision.reply.intents
+        for intent in intents:
             self._event(turn, EventKind.REPLY_INTENT, intent.kind.value, {"value": intent.value})
         target = answered_line(prepared, decision.target)
         newest = await newest_message_id(self._deps.engine, turn.stream_id)
         quote = None
         if target is not None and should_quote(turn.stream.kind, target.message_id, newest):
             quote = target.platform_message_id
-        await self._deliver(turn, decision.reply.bubbles, quote)
+        context = FormContext(turn, intents, choices, self._deps.clock())
+        shape = await apply_forms(self._deps.forms, ReplyShape(decision.reply.bubbles), context)
+        for event in shape.events:
+            self._event(turn, event.kind, event.reason, dict(event.payload))
+        if shape.empty:  # a sticker-only reply with no sticker to send: its words, then
+            shape = ReplyShape(tuple(i.value for i in intents if i.value)[:1])
+        await self._deliver(turn, shape, quote)
 
-    async def _deliver(self, turn: Turn, bubbles: tuple[str, ...], quote: str | None) -> None:
-        if not bubbles:
+    async def _deliver(self, turn: Turn, shape: ReplyShape, quote: str | None) -> None:
+        if shape.empty:
             return
-        direct = turn.disposition.is_direct_call
-        reply = OutgoingReply(turn.turn_id, turn.stream_id, turn.stream, bubbles, quote, direct)
+        reply = OutgoingReply(
+            turn.turn_id,
+            turn.stream_id,
+            turn.stream,
+            shape.bubbles,
+            quote,
+            turn.disposition.is_direct_call,
+            shape.media,
+        )
         report = await self._deps.delivery.deliver(reply)
-        payload = {"bubbles": list(bubbles), "outbox_ids": list(report.queued), "quote": quote}
+        payload = {"bubbles": list(reply.texts), "outbox_ids": list(report.queued), "quote": quote}
         self._event(turn, EventKind.REPLY_QUEUED, "", payload)
 
     async def _react(self, turn: Turn, prepared: PreparedTurn, decision: ReactDecision) -> None:
@@ -170,7 +199,7 @@ class AgentTurnHandler:
             {"detail": detail[:500], "fallback": bool(fallback)},
         )
         if fallback:
-            await self._deliver(turn, (fallback,), None)
+            await self._deliver(turn, ReplyShape((fallback,)), None)
         return TurnDecision.DONE
 
     def _event(self, turn: Turn, kind: EventKind, reason: str, payload: dict[str, Any]) -> None:
@@ -223,7 +252,7 @@ def answered_line(prepared: PreparedTurn, target: int | None) -> ContextLine | N
 
 
 def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
-    return {
+    payload: dict[str, Any] = {
         "lines": len(prepared.lines),
         "batch": list(prepared.batch_ids),
         "dropped_lines": prepared.dropped_lines,
@@ -232,6 +261,9 @@ def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
         "dropped_blocks": prepared.dropped_blocks,
         "forced": prepared.forced,
     }
+    if prepared.preparations:
+        payload["prepared"] = {name: dict(t) for name, t in prepared.preparations.items()}
+    return payload
 
 
 def _action_name(outcome: AgentOutcome) -> str:

@@ -145,7 +145,9 @@ _REACTION_NAMES = "、".join(REACTIONS)
 _SPECS = {
     Action.REPLY: ActionSpec(
         Action.REPLY,
-        "在这个会话里说话（结束本轮）。text 就是要发出的话，可以分几行，每行一个气泡。",
+        "在这个会话里说话（结束本轮）。text 就是要发出的话，可以分几行，每行一个气泡。"
+        "想用表情包表态时，在 text 里写 [表情:情绪]（只表态就只写它，比如 [表情:哈哈]），"
+        "会换成一张合适的表情包。",
         (
             Param("text", ParamType.STR, "要发出的话", required=True),
             Param(

@@ -80,6 +80,15 @@ class ContextSource(Protocol):
     async def fetch(self, turn: Turn) -> ContextBlock | None: ...
 
 
+class TurnPreparer(Protocol):
+    """Work on the turn's own messages before its context is read (pictures described, voices
+    transcribed); returns what it did, for the turn's trace."""
+
+    name: str
+
+    async def prepare(self, turn: Turn) -> Mapping[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class PreparedTurn:
     turn_id: int
@@ -96,6 +105,8 @@ class PreparedTurn:
     dropped_lines: int = 0
     dropped_blocks: int = 0
     skill_text: str = ""  # the owner's embedded skills: trusted, goes into the system prompt
+    # What the preparers did, by name, for the turn's trace; never shown.
+    preparations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def batch(self) -> tuple[ContextLine, ...]:
@@ -112,9 +123,11 @@ class AssemblyDeps:
     token_budget: int
     sources: Sequence[ContextSource] = field(default_factory=tuple)
     skills: SkillBook | None = None
+    preparers: Sequence[TurnPreparer] = field(default_factory=tuple)
 
 
 async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
+    preparations = {p.name: trace for p in deps.preparers if (trace := await p.prepare(turn))}
     batch_ids = tuple(m.message_id for m in turn.messages)
     # The window is the speak trigger's size of history before the batch, plus the batch.
     window = await window_up_to(
@@ -140,6 +153,7 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
         dropped_lines=len(lines) - len(kept_lines),
         dropped_blocks=len(blocks) - len(kept_blocks),
         skill_text=await deps.skills.embedded_text() if deps.skills else "",
+        preparations=preparations,
     )
 
 

@@ -91,6 +91,9 @@ class ToolContext:
     now: datetime
     visible_message_ids: tuple[int, ...] = ()  # the ids the model has already seen
     asker_user_ids: tuple[str, ...] = ()  # who wrote the batch (platform user ids)
+    # What tools chose for this turn's reply (a sticker to send), read when the reply goes
+    # out; the one mutable part of the context, shared by the turn's calls.
+    choices: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def test_legal_calls_become_decisions(
         ("dance", {}, ProtocolFault.ILLEGAL_ACTION, "没有叫 dance 的动作"),
         ("reply", {}, ProtocolFault.PARSE_ERROR, "非空的 text"),
         ("reply", {"text": "   "}, ProtocolFault.PARSE_ERROR, "非空的 text"),
-        ("reply", {"text": "[表情:开心]"}, ProtocolFault.PARSE_ERROR, "空的"),
+        ("reply", {"text": "[心情:开心]"}, ProtocolFault.PARSE_ERROR, "空的"),
         (
             "reply",
             {"text": "hi", "target_message_id": 9},
@@ -247,7 +247,7 @@ def test_a_wait_is_capped(seconds: int, expected: int) -> None:
         ("reply", {"text": 5}, ProtocolFault.PARSE_ERROR, "reply 需要非空的 text"),
         (
             "reply",
-            {"text": "[表情:开心]"},
+            {"text": "[心情:开心]"},
             ProtocolFault.PARSE_ERROR,
             "reply 的 text 去掉标记后是空的",
         ),
@@ -396,3 +396,11 @@ def test_targets_are_normalised(arguments: dict[str, object], decision: object) 
 def test_only_react_capability_offers_react() -> None:
     inputs = FrameInputs(StreamKind.GROUP, False, False, frozenset({Capability.REACT}))
     assert available_actions(inputs) == {A.REPLY, A.SILENT, A.REACT}
+
+
+def test_a_sticker_intent_alone_is_a_reply() -> None:
+    """A short attitude may be a sticker and nothing else: the reply form sends it."""
+    result = validate_call("reply", {"text": "[表情:哈哈]"}, frame())
+    assert isinstance(result, ReplyDecision)
+    assert result.reply.bubbles == ()
+    assert [(i.kind.value, i.value) for i in result.reply.intents] == [("sticker", "哈哈")]
