@@ -73,7 +73,8 @@ class SightPlan:
 def plan_sight(turn: Turn, *, vision: bool, voice: bool) -> SightPlan:
     """Which messages of the turn to describe, from the batch alone (pure)."""
     direct = turn.disposition.is_direct_call
-    pointed = points_at_picture(turn.text)
+    # The batch's own words: a picture's placeholder ("[图片]") points at nothing.
+    pointed = points_at_picture(_typed_words(turn))
     wanted: list[int] = []
     has_picture = False
     for stored in turn.messages:
@@ -87,6 +88,13 @@ def plan_sight(turn: Turn, *, vision: bool, voice: bool) -> SightPlan:
     quoted = tuple(m.message.reply_to for m in turn.messages if m.message.reply_to is not None)
     wants_more = vision and pointed and not has_picture
     return SightPlan(tuple(wanted), wants_more and not quoted, quoted if wants_more else ())
+
+
+def _typed_words(turn: Turn) -> str:
+    return "\n".join(
+        "".join(s.text for s in m.message.segments if s.kind is SegmentKind.TEXT)
+        for m in turn.messages
+    )
 
 
 class Arrivals:
