@@ -259,5 +259,6 @@ async def test_a_voice_is_transcribed_and_answered_by_voice(
     assert [segment["type"] for segment in message] == ["record"]
     spoken = base64.b64decode(message[0]["data"]["file"].removeprefix("base64://"))
     assert spoken == SILENT_WAV
-    own = timeline.query("SELECT text FROM message WHERE from_bot = 1 ORDER BY id DESC LIMIT 1")
-    assert own[0]["text"] == "[语音：八点，别迟到]"
+    spoken_row = "SELECT text FROM message WHERE from_bot = 1 AND text LIKE '[语音%'"
+    own = await wait_for(lambda: timeline.query(spoken_row), timeout=10, what="the voice recorded")
+    assert [row["text"] for row in own] == ["[语音：八点，别迟到]"]

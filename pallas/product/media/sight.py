@@ -16,6 +16,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from loguru import logger
@@ -47,6 +48,9 @@ PICTURE_WORDS = (
     "认识",
 )
 LOOK_BACK = 5  # lines before the batch searched for "the picture" the words point at
+# The worker claims the oldest due job first: a turn is waiting for this one, so it goes ahead
+# of the fetches and extractions already queued.
+AHEAD_OF_THE_QUEUE = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def undescribed(segment: Segment) -> bool:
@@ -157,7 +161,9 @@ class Sight:
         try:
             for mid in message_ids:
                 key = f"{DESCRIBE_KIND}:{mid}:{turn.turn_id}"
-                await self._jobs.enqueue(DESCRIBE_KIND, {"message_id": mid}, key=key)
+                await self._jobs.enqueue(
+                    DESCRIBE_KIND, {"message_id": mid}, key=key, due_at=AHEAD_OF_THE_QUEUE
+                )
         except Exception as exc:  # the turn goes on without the pictures
             logger.warning("turn {}: descriptions not queued: {!r}", turn.turn_id, exc)
             self._arrivals.forget(message_ids)
