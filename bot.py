@@ -23,6 +23,7 @@ PLUGINS = (
     "packages.notices",
     "packages.memory",
     "packages.media",
+    "packages.persona",
 )
 
 

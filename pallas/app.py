@@ -26,6 +26,7 @@ from pallas.console.token import ensure_console_token
 from pallas.core.assets import ASSETS_FOLDER
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.platform.smtp import SmtpConfig
 from pallas.product.conversation.commands import CommandStage
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
@@ -52,6 +53,7 @@ from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import MediaHost
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import MemoryHost
+from pallas.product.persona.feature import PersonaHost
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -66,6 +68,7 @@ from pallas.store.members import temp_chat_group
 from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
+from pallas.store.persona import PersonaStore
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
@@ -73,10 +76,19 @@ from pallas.store.timeline import TimelineWriter
 LOTTERY_SEED = "pallas-ambient"
 
 # What happens to a committed message, in this order (docs/architecture.md, "The stage
-# list"): silence, then the owner's commands, then the deterministic responders, then media
-# (asks for the pictures to be kept, never waits), then the gate, which hands what it admits
-# to the turn buffers.
-STAGE_ORDER = ("silence", "commands", "poke_back", "notices", "repeat", "media", "gate")
+# list"): silence, then persona (attacks on the bot, rage), then the owner's commands, then
+# the deterministic responders, then media (asks for the pictures to be kept, never waits),
+# then the gate, which hands what it admits to the turn buffers.
+STAGE_ORDER = (
+    "silence",
+    "persona",
+    "commands",
+    "poke_back",
+    "notices",
+    "repeat",
+    "media",
+    "gate",
+)
 
 
 def utc_now() -> datetime:
@@ -128,6 +140,11 @@ class Runtime:
     assets: AssetStore
     sticker_habit: StickerHabitStore
     sticker_library: StickerLibrary
+    persona: PersonaStore
+    silence: SilenceStage
+    # The SQLite write lock (a lock of their own for writers on PostgreSQL).
+    write_lock: asyncio.Lock
+    action_ids: Callable[[], int]
     agent_config: AgentConfig
     # What a turn's context is assembled from besides the chat itself; feature packages add
     # theirs at load time (memory, later relations and knowledge).
@@ -188,7 +205,8 @@ class Runtime:
                 lottery_seed=LOTTERY_SEED,
             )
         )
-        stages = StageList(_core_stages(settings, admission), ledger, admission, STAGE_ORDER)
+        silence = SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now)
+        stages = StageList(_core_stages(silence, admission), ledger, admission, STAGE_ORDER)
         ingress = Ingress(writer, stages)
         assets = settings.pallas_data_dir / ASSETS_FOLDER
         route = partial(temp_chat_group, engine)
@@ -258,6 +276,10 @@ class Runtime:
             preparers=preparers,
             reply_forms=reply_forms,
             sticker_library=StickerLibrary(engine, write_lock=lock),
+            persona=PersonaStore(engine, write_lock=lock),
+            silence=silence,
+            write_lock=lock or asyncio.Lock(),
+            action_ids=action_ids,
         )
 
     def memory_host(self) -> MemoryHost:
@@ -291,6 +313,29 @@ class Runtime:
             library=self.sticker_library,
             clock=self.runner.clock,
             client=client,
+        )
+
+    def persona_host(self) -> PersonaHost:
+        """What the persona feature plugs into (packages/persona, docs/persona.md)."""
+        settings = self.settings
+        return PersonaHost(
+            engine=self.engine,
+            write_lock=self.write_lock,
+            store=self.persona,
+            ledger=self.ledger,
+            jobs=self.jobs,
+            stages=self.stages,
+            silence=self.silence,
+            commands=self.commands,
+            observers=self.runner.observers,
+            sources=self.context_sources,
+            sender=self.sender,
+            outbox=self.outbox,
+            owners=tuple(settings.superusers),
+            names=tuple(settings.nickname),
+            smtp=smtp_config(settings),
+            action_ids=self.action_ids,
+            clock=self.runner.clock,
         )
 
     @property
@@ -360,12 +405,21 @@ def _ids(runner: RunnerDeps) -> Callable[[], int]:
     return lambda: runner.turn_ids.next()
 
 
-def _core_stages(settings: Settings, gate: Admission) -> list[Stage]:
+def smtp_config(settings: Settings) -> SmtpConfig:
+    return SmtpConfig(
+        host=settings.pallas_smtp_host,
+        port=settings.pallas_smtp_port,
+        user=settings.pallas_smtp_user,
+        password=settings.pallas_smtp_password,
+        sender=settings.pallas_smtp_from,
+        recipients=tuple(settings.pallas_smtp_to),
+        starttls=settings.pallas_smtp_starttls,
+    )
+
+
+def _core_stages(silence: SilenceStage, gate: Admission) -> list[Stage]:
     """The stages of the core; plugin packages register the others into STAGE_ORDER."""
-    return [
-        SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now),
-        gate,
-    ]
+    return [silence, gate]
 
 
 def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog) -> ModelManager:

@@ -62,6 +62,14 @@ class Settings(BaseSettings):
     pallas_console_token: str = ""
     web_search_api_url: str = ""  # empty: Tavily's own endpoint
     tavily_api_key: str = ""  # empty: web.search is off
+    # E-mail for the owners when a private message to them fails (docs/persona.md).
+    pallas_smtp_host: str = ""  # empty: no e-mail
+    pallas_smtp_port: int = Field(default=587, ge=1, le=65535)
+    pallas_smtp_user: str = ""
+    pallas_smtp_password: str = Field(default="", repr=False)
+    pallas_smtp_from: str = ""
+    pallas_smtp_to: list[str] = Field(default_factory=list)
+    pallas_smtp_starttls: bool = True
 
     @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
     @classmethod

@@ -98,6 +98,13 @@ CONTRACT_KEYS = [
     "PALLAS_CONSOLE_TOKEN",
     "WEB_SEARCH_API_URL",
     "TAVILY_API_KEY",
+    "PALLAS_SMTP_HOST",
+    "PALLAS_SMTP_PORT",
+    "PALLAS_SMTP_USER",
+    "PALLAS_SMTP_PASSWORD",
+    "PALLAS_SMTP_FROM",
+    "PALLAS_SMTP_TO",
+    "PALLAS_SMTP_STARTTLS",
 ]
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
 

@@ -22,6 +22,7 @@ class EventKind(StrEnum):
     STAGE_SUPPRESSED = "stage_suppressed"  # silenced: stored and flagged, nobody acts on it
     STAGE_FAILED = "stage_failed"  # a stage raised; the message went on to the next stage
     STAGE_ACTED = "stage_acted"  # a stage acted (a poke back) and let the next stages see it
+    ATTACK_NOTED = "attack_noted"  # someone attacked the bot: rage rose (reason: the outcome)
     # the gate and the turn buffers
     GATE_PASSED = "gate_passed"  # the gate let the message (or a batch) through, with its rule
     GATE_DROPPED = "gate_dropped"  # the gate dropped it, with the rule (or stale_at_restart)

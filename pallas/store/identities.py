@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -167,3 +168,11 @@ def _stream_row(key: StreamKey, now: datetime) -> dict[str, object]:
         "name": "",
         "created_at": now,
     }
+
+
+async def ensure_stream(
+    engine: AsyncEngine, key: StreamKey, now: datetime, write_lock: asyncio.Lock
+) -> int:
+    """The stream row of a chat the bot starts itself (a private message to an owner)."""
+    async with write_lock, engine.begin() as conn:
+        return (await StreamResolver().resolve(conn, [key], now))[key]

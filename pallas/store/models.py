@@ -490,3 +490,71 @@ class ScanCursor(Base):
     after_time: Mapped[datetime] = mapped_column(UtcDateTime())
     after_message_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class RageState(Base):
+    """Short-term pressure from one person's attacks on the bot in one chat (a chat belongs to
+    one bot account); it decays with time (docs/persona.md)."""
+
+    __tablename__ = "rage_state"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    pressure: Mapped[float] = mapped_column(Float)  # as of updated_at
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    silenced_until: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class RageSilence(Base):
+    """One silence that rage imposed: two within 24 hours put the person on the blacklist."""
+
+    __tablename__ = "rage_silence"
+    __table_args__ = (Index("ix_rage_silence_who", "stream_id", "person_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    until: Mapped[datetime] = mapped_column(UtcDateTime())
+    pressure: Mapped[float] = mapped_column(Float)
+
+
+class Blacklist(Base):
+    """People the bot ignores in one chat until an owner lifts it (automatic or by an owner)."""
+
+    __tablename__ = "blacklist"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    added_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    source: Mapped[str] = mapped_column(String(16))  # auto / owner
+    reason: Mapped[str] = mapped_column(String(200))
+    lifted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class Favorability(Base):
+    """How one bot account feels about a person in the long run: a score in [-100, 100]."""
+
+    __tablename__ = "favorability"
+
+    self_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"), primary_key=True)
+    score: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    warmed_on: Mapped[str] = mapped_column(String(10), default="")  # the last friendly day
+
+
+class RelationNote(Base):
+    """A stable note about a person (how to address them, who they are to someone): taught by
+    an owner or observed from what they said of themselves; never a judgment of character."""
+
+    __tablename__ = "relation_note"
+    __table_args__ = (Index("ix_relation_note_who", "self_id", "person_id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    self_id: Mapped[str] = mapped_column(String(64))
+    person_id: Mapped[int] = mapped_column(Id, ForeignKey("person.id"))
+    text: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16))  # owner / observed
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    active: Mapped[bool] = mapped_column(Boolean, default=True)

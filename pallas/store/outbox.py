@@ -209,6 +209,12 @@ class OutboxStore:
         async with self._lock, self._engine.begin() as conn:
             await conn.execute(_MARK_SENT, params)
 
+    async def statuses(self, item_ids: Sequence[int]) -> dict[int, str]:
+        """Where each of these rows stands now (a row that does not exist is left out)."""
+        query = select(OutboxItem.id, OutboxItem.status).where(OutboxItem.id.in_(list(item_ids)))
+        async with self._engine.connect() as conn:
+            return {int(i): str(status) for i, status in await conn.execute(query)}
+
     async def interrupted(self) -> list[OutboxRow]:
         """Rows that were being sent when the process stopped."""
         query = _row_query().where(OutboxItem.status == OutboxStatus.SENDING.value)

@@ -36,8 +36,12 @@ class SilenceStage:
     name = "silence"
 
     def __init__(self, policies: Iterable[SilencePolicy], clock: Callable[[], datetime]) -> None:
-        self._policies = tuple(policies)
+        self._policies = list(policies)
         self._clock = clock
+
+    def add(self, policy: SilencePolicy) -> None:
+        """Another reason to ignore someone (a feature adds its own when loaded: rage)."""
+        self._policies.append(policy)
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         now = self._clock()

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pallas.config import ConfigError
 from pallas.product.media.config import MediaConfig
 from pallas.product.memory.config import MemoryConfig
+from pallas.product.persona.config import RageConfig
 
 DEFAULT_AGENT_FILE = Path("config/agent.yml")
 
@@ -50,6 +51,7 @@ class AgentConfig(BaseModel):
     max_rounds: int = Field(default=5, ge=2, le=10)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
+    rage: RageConfig = Field(default_factory=RageConfig)
 
 
 def load_agent_config(path: Path | None = None) -> AgentConfig:

@@ -1,0 +1,66 @@
+"""What counts as an attack on the bot (pure): insults and put-downs aimed at it.
+
+Only words the sender typed to the bot count: a message in a private chat, or one that @s it,
+calls it by name or replies to it. Text inside quotation marks is someone else's words being
+repeated ("他说「你是傻逼」"), not an attack. An owner is never attacking; a close friend's
+put-down ("你真笨") is a joke, and a close friend's insult weighs half. The word lists are the
+memory guard's (pallas/product/memory/lexicon.py), so one list decides what is vulgar.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pallas.product.memory.guard import find_belittling, find_vulgar, normalise
+from pallas.product.persona.favor import Tier
+
+# Quoted spans: Chinese corner and curly quotes, and ASCII double quotes.
+_QUOTED = re.compile(r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")
+
+
+class AttackKind(StrEnum):
+    INSULT = "insult"  # vulgar words
+    PUT_DOWN = "put_down"  # belittling "you are ..." sentences
+
+
+# Rage added, favorability lost.
+RAGE_WEIGHT = {AttackKind.INSULT: 4.0, AttackKind.PUT_DOWN: 2.0}
+FAVOR_LOSS = {AttackKind.INSULT: 8.0, AttackKind.PUT_DOWN: 3.0}
+
+
+@dataclass(frozen=True)
+class Attack:
+    kind: AttackKind
+    rage: float
+    favor_loss: float
+    evidence: str  # which rule matched, for the audit trail
+
+
+_YOU = re.compile(r"你|\byou\b|\bu\b")
+
+
+def _says_you(text: str) -> bool:
+    return _YOU.search(text) is not None
+
+
+def unquoted(text: str) -> str:
+    return _QUOTED.sub(" ", text)
+
+
+def find_attack(words: str, *, at_bot: bool, owner: bool, tier: Tier) -> Attack | None:
+    """The attack in `words` (what the sender typed), or None."""
+    if owner or not at_bot:
+        return None
+    forms = normalise(unquoted(words))
+    vulgar = find_vulgar(forms)
+    if vulgar is not None:
+        share = 0.5 if tier is Tier.CLOSE else 1.0
+        kind = AttackKind.INSULT
+        return Attack(kind, RAGE_WEIGHT[kind] * share, FAVOR_LOSS[kind] * share, vulgar)
+    belittling = find_belittling(forms)
+    if belittling is None or tier is Tier.CLOSE or not _says_you(forms.loose):
+        return None  # "他是猪" said to the bot is about someone else
+    kind = AttackKind.PUT_DOWN
+    return Attack(kind, RAGE_WEIGHT[kind], FAVOR_LOSS[kind], belittling)

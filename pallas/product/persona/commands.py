@@ -1,0 +1,105 @@
+"""The owner's persona commands, from any chat with the bot:
+
+/解除拉黑 <群号> <QQ>   forgive: off the blacklist, the silence and the anger gone
+/拉黑 <群号> <QQ>       ignore someone in that group until lifted
+/好感 <QQ>              the score, its tier and the notes the bot keeps about them
+/备注 <QQ> <内容>       teach a relation note ("是群主的弟弟", "叫他阿明")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.conversation.commands import CommandCall
+from pallas.product.persona.favor import tier_of
+from pallas.product.persona.notes import acceptable
+from pallas.store.persona import PersonaStore, group_of, person_of
+
+
+class _PersonaCommand:
+    def __init__(
+        self, engine: AsyncEngine, store: PersonaStore, clock: Callable[[], datetime]
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._clock = clock
+
+    async def _who(self, call: CommandCall, group: str, user: str) -> tuple[int, int] | str:
+        stream = call.stored.message.stream
+        stream_id = await group_of(self._engine, stream.platform, stream.self_id, group)
+        if stream_id is None:
+            return f"我不在群 {group} 里，或者那里还没人说过话。"
+        person_id = await person_of(self._engine, stream.platform, user)
+        if person_id is None:
+            return f"没见过 {user} 这个人。"
+        return stream_id, person_id
+
+
+class LiftCommand(_PersonaCommand):
+    name = "解除拉黑"
+    summary = "原谅某人：/解除拉黑 <群号> <QQ>"
+
+    async def run(self, call: CommandCall) -> str:
+        words = call.args.split()
+        if len(words) != 2:
+            return "用法：/解除拉黑 <群号> <QQ>"
+        who = await self._who(call, *words)
+        if isinstance(who, str):
+            return who
+        lifted = await self._store.lift(*who, self._clock())
+        return "好，不生TA的气了。" if lifted else "TA本来就没被拉黑。"
+
+
+class BlacklistCommand(_PersonaCommand):
+    name = "拉黑"
+    summary = "在某个群里不再理某人：/拉黑 <群号> <QQ>"
+
+    async def run(self, call: CommandCall) -> str:
+        words = call.args.split()
+        if len(words) != 2:
+            return "用法：/拉黑 <群号> <QQ>"
+        who = await self._who(call, *words)
+        if isinstance(who, str):
+            return who
+        await self._store.blacklist(*who, "号主拉黑", self._clock())
+        return f"好，在群 {words[0]} 里不理 {words[1]} 了。"
+
+
+class FavorCommand(_PersonaCommand):
+    name = "好感"
+    summary = "看我对某人的好感和备注：/好感 <QQ>"
+
+    async def run(self, call: CommandCall) -> str:
+        user = call.args.strip()
+        stream = call.stored.message.stream
+        person_id = await person_of(self._engine, stream.platform, user) if user else None
+        if person_id is None:
+            return "用法：/好感 <QQ>（要是我见过的人）"
+        score, _ = await self._store.favorability(stream.self_id, person_id)
+        notes = await self._store.notes(stream.self_id, [person_id])
+        lines = [f"{user}：好感 {score:.0f}（{tier_of(score).value}）"]
+        lines += [f"#{note.id} {note.text}（{_SOURCES[note.source]}）" for note in notes]
+        return "\n".join(lines)
+
+
+class NoteCommand(_PersonaCommand):
+    name = "备注"
+    summary = "教我一条关于某人的备注：/备注 <QQ> <内容>"
+
+    async def run(self, call: CommandCall) -> str:
+        user, _, text = call.args.strip().partition(" ")
+        text = " ".join(text.split())
+        stream = call.stored.message.stream
+        person_id = await person_of(self._engine, stream.platform, user) if user else None
+        if person_id is None or not text:
+            return "用法：/备注 <QQ> <内容>（要是我见过的人）"
+        if not acceptable(text) or len(text) > 60:
+            return "这条备注我不记：要短，而且不能骂人。"
+        added = await self._store.add_note(stream.self_id, person_id, text, "owner", self._clock())
+        return "记下了。" if added else "这条已经记着了。"
+
+
+_SOURCES = {"owner": "你教的", "observed": "TA自己说的"}
