@@ -45,10 +45,10 @@ from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_tu
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
-from pallas.product.llm.agent.agent_factory import build_agent_handler
+from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.agent.reply_forms import ReplyForm
-from pallas.product.llm.assembler.context import ContextSource, TurnPreparer
+from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import MediaHost
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
@@ -60,6 +60,7 @@ from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
+from pallas.store.bot_voice import BotVoiceStore
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
@@ -110,6 +111,7 @@ class AgentPlugs:
     sources: list[ContextSource]
     preparers: list[TurnPreparer]
     forms: list[ReplyForm]
+    personas: list[PersonaSource]
 
 
 @dataclass
@@ -141,6 +143,7 @@ class Runtime:
     sticker_habit: StickerHabitStore
     sticker_library: StickerLibrary
     persona: PersonaStore
+    bot_voice: BotVoiceStore
     silence: SilenceStage
     # The SQLite write lock (a lock of their own for writers on PostgreSQL).
     write_lock: asyncio.Lock
@@ -153,6 +156,8 @@ class Runtime:
     preparers: list[TurnPreparer] = field(default_factory=list)
     # How a reply goes out besides words (media: stickers, voice).
     reply_forms: list[ReplyForm] = field(default_factory=list)
+    # Who the bot is in a turn, when a feature keeps it per account (persona).
+    persona_sources: list[PersonaSource] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -182,6 +187,7 @@ class Runtime:
         context_sources: list[ContextSource] = []
         preparers: list[TurnPreparer] = []
         reply_forms: list[ReplyForm] = []
+        persona_sources: list[PersonaSource] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -243,7 +249,7 @@ class Runtime:
                 delivery,
                 tools,
                 agent_config,
-                AgentPlugs(context_sources, preparers, reply_forms),
+                AgentPlugs(context_sources, preparers, reply_forms, persona_sources),
             )
         return cls(
             settings=settings,
@@ -275,8 +281,10 @@ class Runtime:
             context_sources=context_sources,
             preparers=preparers,
             reply_forms=reply_forms,
+            persona_sources=persona_sources,
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
+            bot_voice=BotVoiceStore(engine, write_lock=lock),
             silence=silence,
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
@@ -336,6 +344,10 @@ class Runtime:
             smtp=smtp_config(settings),
             action_ids=self.action_ids,
             clock=self.runner.clock,
+            voice=self.bot_voice,
+            seed=seed_persona(self.agent_config, tuple(settings.nickname)),
+            personas=self.persona_sources,
+            reply_forms=self.reply_forms,
         )
 
     @property
@@ -450,6 +462,7 @@ def _agent(
         sources=plugs.sources,
         preparers=plugs.preparers,
         forms=plugs.forms,
+        personas=plugs.personas,
         nicknames=tuple(settings.nickname),
         book=tools.book,
         skills=tools.skills,

@@ -558,3 +558,49 @@ class RelationNote(Base):
     source: Mapped[str] = mapped_column(String(16))  # owner / observed
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     active: Mapped[bool] = mapped_column(Boolean, default=True)
+
+
+class BotPersona(Base):
+    """Who one bot account is and how it talks; seeded from config/agent.yml on first use,
+    then edited here (the owner's /人设, later the console)."""
+
+    __tablename__ = "bot_persona"
+
+    self_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text)
+    style: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class BotMood(Base):
+    """One bot account's mood: a valence in [-1, 1] as of a time; it drifts back to calm."""
+
+    __tablename__ = "bot_mood"
+
+    self_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    valence: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class BotVoice(Base):
+    """One bot account's expression fingerprint: phrases from its replies that landed well.
+    Attacks never touch it."""
+
+    __tablename__ = "bot_voice"
+
+    self_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    phrases: Mapped[list[str]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ChatSession(Base):
+    """The current session of a chat: when it began after a long quiet, the tone it rolled,
+    and whether a private chat's "long time no see" hint is still to be given."""
+
+    __tablename__ = "chat_session"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    tone: Mapped[str] = mapped_column(String(64))
+    resumption: Mapped[str] = mapped_column(String(200), default="")  # given once, then ""

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
 from pallas.product.persona.notes import acceptable
+from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.persona import PersonaStore, group_of, person_of
 
 
@@ -103,3 +104,35 @@ class NoteCommand(_PersonaCommand):
 
 
 _SOURCES = {"owner": "你教的", "observed": "TA自己说的"}
+
+
+_PERSONA_FIELDS = {"名字": ("name", 20), "描述": ("description", 300), "风格": ("style", 300)}
+
+
+class PersonaCommand:
+    """`/人设` shows this account's persona; `/人设 名字|描述|风格 <内容>` changes one part."""
+
+    name = "人设"
+    summary = "看或改我的人设：/人设 [名字|描述|风格 <内容>]"
+
+    def __init__(
+        self, store: BotVoiceStore, seed: StoredPersona, clock: Callable[[], datetime]
+    ) -> None:
+        self._store = store
+        self._seed = seed
+        self._clock = clock
+
+    async def run(self, call: CommandCall) -> str:
+        self_id = call.stored.message.stream.self_id
+        part, _, value = call.args.strip().partition(" ")
+        if not part:
+            persona = await self._store.persona(self_id, self._seed, self._clock())
+            return f"名字：{persona.name}\n描述：{persona.description}\n风格：{persona.style}"
+        if part not in _PERSONA_FIELDS or not value.strip():
+            return "用法：/人设 名字|描述|风格 <内容>"
+        field, limit = _PERSONA_FIELDS[part]
+        value = " ".join(value.split())
+        if len(value) > limit:
+            return f"{part}太长了，最多 {limit} 个字。"
+        await self._store.edit_persona(self_id, self._seed, field, value, self._clock())
+        return f"好，{part}改好了，下一句话起生效。"

@@ -5,6 +5,7 @@ source and the owner's commands (docs/persona.md)."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,17 +20,21 @@ from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.silence import SilenceStage
 from pallas.product.conversation.stages import StageList
 from pallas.product.conversation.turns.observers import TurnObservers
-from pallas.product.llm.assembler.context import ContextSource
+from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.assembler.context import ContextSource, Persona, PersonaSource
 from pallas.product.persona.commands import (
     BlacklistCommand,
     FavorCommand,
     LiftCommand,
     NoteCommand,
+    PersonaCommand,
 )
 from pallas.product.persona.config import RageConfig
 from pallas.product.persona.notify import CHECK_KIND, NotifyDeps, check_notice, notify_owners
+from pallas.product.persona.own_voice import MoodForm, OwnVoice
 from pallas.product.persona.relations import RelationsSource, Warmth
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
+from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.ledger import LedgerWriter
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
@@ -56,9 +61,14 @@ class PersonaHost:
     smtp: SmtpConfig
     action_ids: Callable[[], int]
     clock: Callable[[], datetime]
+    voice: BotVoiceStore
+    seed: Persona
+    personas: list[PersonaSource]
+    reply_forms: list[ReplyForm]
 
 
 def install_persona(host: PersonaHost, config: RageConfig) -> None:
+    _own_voice(host)
     host.sources.append(RelationsSource(host.store))
     host.observers.register(Warmth(host.engine, host.store, host.clock))
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
@@ -78,6 +88,13 @@ def install_persona(host: PersonaHost, config: RageConfig) -> None:
         policy=config.policy(),
     )
     host.stages.register(PersonaWatch(watch))
+
+
+def _own_voice(host: PersonaHost) -> None:
+    host.personas.append(OwnVoice(host.voice, host.seed, host.clock, random.Random))
+    host.reply_forms.insert(0, MoodForm(host.voice))  # before the forms that change the reply
+    seed = StoredPersona(host.seed.name, host.seed.description, host.seed.style)
+    host.commands.register(PersonaCommand(host.voice, seed, host.clock))
 
 
 def _notices(host: PersonaHost, config: RageConfig) -> None:

@@ -16,6 +16,7 @@ from pallas.product.llm.assembler.context import (
     AssemblyDeps,
     ContextSource,
     Persona,
+    PersonaSource,
     TurnPreparer,
 )
 from pallas.product.llm.assembler.prompt import ProtocolMode
@@ -41,6 +42,15 @@ def plan_for(models: ModelManager, config: AgentConfig) -> AgentPlan | None:
     return AgentPlan(decision_type, mode, split, max_rounds=config.max_rounds)
 
 
+def seed_persona(config: AgentConfig, nicknames: tuple[str, ...]) -> Persona:
+    """The persona in the agent file: every account's, until it is edited in the store."""
+    return Persona(
+        name=config.persona.name or nicknames[0],
+        description=config.persona.description,
+        style=config.persona.style,
+    )
+
+
 def build_agent_handler(
     *,
     engine: AsyncEngine,
@@ -56,12 +66,9 @@ def build_agent_handler(
     sources: Sequence[ContextSource] = (),
     preparers: Sequence[TurnPreparer] = (),
     forms: Sequence[ReplyForm] = (),
+    personas: Sequence[PersonaSource] = (),
 ) -> AgentTurnHandler:
-    persona = Persona(
-        name=config.persona.name or nicknames[0],
-        description=config.persona.description,
-        style=config.persona.style,
-    )
+    persona = seed_persona(config, nicknames)
     plan = plan_for(models, config)
     if plan is not None:
         logger.info(
@@ -81,6 +88,7 @@ def build_agent_handler(
                 sources=sources,
                 skills=skills,
                 preparers=preparers,
+                personas=personas,
             ),
             agent=AgentDeps(models, plan) if plan else None,
             tools=ToolLoopDeps(book, ledger),

@@ -37,6 +37,14 @@ class Persona:
     name: str
     description: str
     style: str
+    # How the bot is right now (mood, routine, session tone): code-made, from fixed words.
+    state: str = ""
+
+
+class PersonaSource(Protocol):
+    """The persona a turn speaks in, when a feature keeps one per account (persona)."""
+
+    async def persona(self, turn: Turn) -> Persona: ...
 
 
 @dataclass(frozen=True)
@@ -124,16 +132,18 @@ class AssemblyDeps:
     sources: Sequence[ContextSource] = field(default_factory=tuple)
     skills: SkillBook | None = None
     preparers: Sequence[TurnPreparer] = field(default_factory=tuple)
+    personas: Sequence[PersonaSource] = field(default_factory=tuple)  # the last one speaks
 
 
 async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
     preparations = {p.name: trace for p in deps.preparers if (trace := await p.prepare(turn))}
+    persona = await deps.personas[-1].persona(turn) if deps.personas else deps.persona
     batch_ids = tuple(m.message_id for m in turn.messages)
     # The window is the speak trigger's size of history before the batch, plus the batch.
     window = await window_up_to(
         deps.engine, turn.stream_id, turn.watermark, turn.timeline_size + len(batch_ids)
     )
-    names = await mention_names(deps.engine, turn, window, deps.persona.name)
+    names = await mention_names(deps.engine, turn, window, persona.name)
     lines = to_context_lines(window, frozenset(batch_ids), names)
     info = await stream_info(deps.engine, turn.stream_id)
     blocks = [block for source in deps.sources if (block := await source.fetch(turn))]
@@ -142,7 +152,7 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
         turn_id=turn.turn_id,
         stream_id=turn.stream_id,
         stream=turn.stream,
-        persona=deps.persona,
+        persona=persona,
         scene=Scene(turn.stream.kind, info.name if info else "", present_people(kept_lines)),
         lines=kept_lines,
         batch_ids=batch_ids,

@@ -66,6 +66,8 @@ def render_system(turn: PreparedTurn, protocol: Protocol | None, *, decision_onl
     if not decision_only and persona.style:
         # Style only shapes how things are said: a decision-only call does not need it.
         parts.append(f"说话风格：{persona.style}")
+    if not decision_only and persona.state:
+        parts.append(f"此刻：{persona.state}。")
     parts += [f"现在是一段{scene}。", RULES]
     if turn.skill_text:
         parts.append(turn.skill_text)

@@ -1,0 +1,85 @@
+"""The bot's own voice in each turn: the account's stored persona, plus one line of how it is
+right now (mood, the hour's routine, the session's tone, a private chat's "long time no see"
+hint once), all from fixed vocabularies, never from what anyone wrote. And the mood form,
+which takes a reply's mood markers as mood events.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime
+
+from pallas.core.inbound import StreamKind
+from pallas.product.conversation.turns.turn import Turn
+from pallas.product.llm.agent.output import IntentKind
+from pallas.product.llm.agent.reply_forms import FormContext, ReplyShape
+from pallas.product.llm.assembler.context import Persona
+from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
+from pallas.product.persona.routine import asked_what_doing, routine_line
+from pallas.product.persona.session import Session, refreshed
+from pallas.store.bot_voice import BotVoiceStore, StoredPersona, StoredSession
+
+
+class OwnVoice:
+    """The persona a turn speaks in (the assembler asks once per turn)."""
+
+    def __init__(
+        self,
+        store: BotVoiceStore,
+        seed: Persona,
+        clock: Callable[[], datetime],
+        rng: Callable[[], random.Random],
+    ) -> None:
+        self._store = store
+        self._seed = StoredPersona(seed.name, seed.description, seed.style)
+        self._clock = clock
+        self._rng = rng
+
+    async def persona(self, turn: Turn) -> Persona:
+        now = self._clock()
+        stored = await self._store.persona(turn.stream.self_id, self._seed, now)
+        parts = [await self._mood(turn, now), routine_line(now, asked_what_doing(turn.text))]
+        parts += await self._session(turn, now)
+        state = "；".join(part for part in parts if part)
+        return Persona(stored.name or self._seed.name, stored.description, stored.style, state)
+
+    async def _mood(self, turn: Turn, now: datetime) -> str:
+        valence, since = await self._store.mood(turn.stream.self_id)
+        return mood_line(settled(valence, since, now)) if since else ""
+
+    async def _session(self, turn: Turn, now: datetime) -> list[str]:
+        first = min(m.message_id for m in turn.messages)
+        last_seen = await self._store.last_seen_before(turn.stream_id, first)
+        stored = await self._store.session(turn.stream_id)
+        current = Session(**stored.__dict__) if stored else None
+        private = turn.stream.kind is StreamKind.PRIVATE
+        fresh = refreshed(current, last_seen, now, private, self._rng())
+        session = fresh or current
+        assert session is not None  # refreshed() starts one when there was none
+        if fresh is not None or session.resumption:
+            # The hint is given once: the stored session keeps none after this turn.
+            kept = StoredSession(session.started_at, session.tone, "")
+            await self._store.set_session(turn.stream_id, kept)
+        return [f"这段聊天里你{session.tone}", session.resumption]
+
+
+class MoodForm:
+    """A reply form that changes nothing sent: the reply's mood markers move the mood."""
+
+    name = "mood"
+
+    def __init__(self, store: BotVoiceStore) -> None:
+        self._store = store
+
+    async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
+        words = [i.value for i in context.intents if i.kind is IntentKind.MOOD and i.value]
+        if not words:
+            return reply
+        self_id = context.turn.stream.self_id
+        valence, since = await self._store.mood(self_id)
+        group = context.turn.stream.kind is StreamKind.GROUP
+        weight = GROUP_WEIGHT if group else 1.0
+        now = context.now
+        await self._store.set_mood(self_id, moved(valence, since or now, now, words, weight), now)
+        return reply

@@ -1,0 +1,114 @@
+"""The bot's own voice, as stored state: its persona per account (seeded from the agent file on
+first use), its mood, its expression fingerprint, and each chat's current session."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.store.models import BotMood, BotPersona, BotVoice, ChatSession, Message
+from pallas.store.sql import insert_ignoring_conflicts, upsert
+
+
+@dataclass(frozen=True)
+class StoredPersona:
+    name: str
+    description: str
+    style: str
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    started_at: datetime
+    tone: str
+    resumption: str
+
+
+PERSONA_FIELDS = ("name", "description", "style")
+
+
+class BotVoiceStore:
+    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+        self._engine = engine
+        self._lock = write_lock or asyncio.Lock()
+        self._personas: dict[str, StoredPersona] = {}  # read every turn: kept once read
+
+    async def persona(self, self_id: str, seed: StoredPersona, now: datetime) -> StoredPersona:
+        """The account's persona; the first time, the seed (from the agent file) is stored."""
+        if self_id in self._personas:
+            return self._personas[self_id]
+        values = {"self_id": self_id, **seed.__dict__, "updated_at": now}
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(insert_ignoring_conflicts(conn, BotPersona.__table__).values(values))
+            row = (
+                await conn.execute(
+                    select(BotPersona.name, BotPersona.description, BotPersona.style).where(
+                        BotPersona.self_id == self_id
+                    )
+                )
+            ).one()
+        self._personas[self_id] = StoredPersona(*row)
+        return self._personas[self_id]
+
+    async def edit_persona(
+        self, self_id: str, seed: StoredPersona, field: str, value: str, now: datetime
+    ) -> StoredPersona:
+        if field not in PERSONA_FIELDS:
+            raise ValueError(f"no persona field {field!r}")
+        current = await self.persona(self_id, seed, now)
+        changed = StoredPersona(**{**current.__dict__, field: value})
+        values: dict[str, Any] = {"self_id": self_id, **changed.__dict__, "updated_at": now}
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(upsert(conn, BotPersona.__table__, ["self_id"], values))
+        self._personas[self_id] = changed
+        return changed
+
+    async def mood(self, self_id: str) -> tuple[float, datetime | None]:
+        query = select(BotMood.valence, BotMood.updated_at).where(BotMood.self_id == self_id)
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return (float(row.valence), row.updated_at) if row else (0.0, None)
+
+    async def set_mood(self, self_id: str, valence: float, now: datetime) -> None:
+        values = {"self_id": self_id, "valence": valence, "updated_at": now}
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(upsert(conn, BotMood.__table__, ["self_id"], values))
+
+    async def phrases(self, self_id: str) -> list[str]:
+        query = select(BotVoice.phrases).where(BotVoice.self_id == self_id)
+        async with self._engine.connect() as conn:
+            return list(await conn.scalar(query) or [])
+
+    async def set_phrases(self, self_id: str, phrases: list[str], now: datetime) -> None:
+        values = {"self_id": self_id, "phrases": phrases, "updated_at": now}
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(upsert(conn, BotVoice.__table__, ["self_id"], values))
+
+    async def session(self, stream_id: int) -> StoredSession | None:
+        query = select(ChatSession.started_at, ChatSession.tone, ChatSession.resumption).where(
+            ChatSession.stream_id == stream_id
+        )
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return StoredSession(*row) if row else None
+
+    async def set_session(self, stream_id: int, session: StoredSession) -> None:
+        values = {"stream_id": stream_id, **session.__dict__}
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(upsert(conn, ChatSession.__table__, ["stream_id"], values))
+
+    async def last_seen_before(self, stream_id: int, message_id: int) -> datetime | None:
+        """When the chat's previous message (before this one) was sent."""
+        query = (
+            select(Message.time)
+            .where(Message.stream_id == stream_id, Message.id < message_id)
+            .order_by(Message.id.desc())
+            .limit(1)
+        )
+        async with self._engine.connect() as conn:
+            return await conn.scalar(query)
