@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.models import BotMood, BotPersona, BotVoice, ChatSession, Message
+from pallas.store.models import BotMood, BotPersona, BotVoice, ChatSession, Message, Stream
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
 
@@ -112,3 +112,44 @@ class BotVoiceStore:
         )
         async with self._engine.connect() as conn:
             return await conn.scalar(query)
+
+
+@dataclass(frozen=True)
+class ReplyWithAnswers:
+    text: str
+    answers: tuple[str, ...]
+    quoted: bool
+
+
+async def accounts(engine: AsyncEngine) -> list[str]:
+    """Every bot account that has a chat."""
+    async with engine.connect() as conn:
+        return list(await conn.scalars(select(Stream.self_id).distinct()))
+
+
+async def replies_with_answers(
+    engine: AsyncEngine, self_id: str, limit: int, answers: int
+) -> list[ReplyWithAnswers]:
+    """The account's newest `limit` messages, each with the next `answers` messages of others
+    in its chat and whether one of those quoted it."""
+    own = (
+        select(Message.id, Message.stream_id, Message.platform_message_id, Message.text)
+        .join(Stream, Stream.id == Message.stream_id)
+        .where(Stream.self_id == self_id, Message.from_bot.is_(True), Message.is_poke.is_(False))
+        .order_by(Message.id.desc())
+        .limit(limit)
+    )
+    found = []
+    async with engine.connect() as conn:
+        for mid, stream_id, platform_id, text in (await conn.execute(own)).all():
+            after = (
+                select(Message.text, Message.reply_to)
+                .where(Message.stream_id == stream_id, Message.id > mid)
+                .where(Message.from_bot.is_(False))
+                .order_by(Message.id)
+                .limit(answers)
+            )
+            rows = (await conn.execute(after)).all()
+            quoted = any(row.reply_to == platform_id for row in rows)
+            found.append(ReplyWithAnswers(text, tuple(row.text for row in rows), quoted))
+    return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -217,3 +218,37 @@ def _checked(timeline: TimelineDb) -> bool:
     rows = timeline.query("SELECT status FROM job WHERE kind = 'persona.notify_check'")
     return bool(rows) and all(row["status"] == "done" for row in rows)
 
+
+
+async def private(napcat: NapCat, user: int, words: str, **extra: Any) -> None:
+    before = len(napcat.sent("send_private_msg"))
+    await napcat.send_event({**napcat.private_message(user, words), **extra})
+    await wait_for(
+        lambda: len(napcat.sent("send_private_msg")) > before, timeout=20, what="the answer"
+    )
+
+
+def system_of(model: FakeModelServer) -> str:
+    return str(model.requests_for(CHAT)[-1].body["messages"][0]["content"])
+
+
+async def test_its_own_voice_persona_mood_and_a_resumption_after_a_long_quiet(
+    napcat: NapCat, model: FakeModelServer
+) -> None:
+    napcat.failing.discard("send_private_msg")
+    friend = 9401
+    long_ago = int(time.time()) - 3 * 24 * 3600
+    await napcat.send_event({**napcat.private_message(friend, "晚安"), "time": long_ago})
+    await private(napcat, friend, "好久不见")
+    assert "你们上次聊天是3天前" in system_of(model)  # the hint, once
+    assert "此刻：" in system_of(model)
+
+    model.script(CHAT, reply("[心情:开心]好呀，最近挺好"))
+    await private(napcat, friend, "最近怎么样")
+    assert "上次聊天" not in system_of(model)
+    await private(napcat, friend, "那就好")
+    assert "心情不错" in system_of(model)  # the mood the last reply declared
+
+    await private(napcat, OWNER, "/人设 风格 说话带点东北味，爱用“咋整”")
+    await private(napcat, friend, "在吗")
+    assert "说话风格：说话带点东北味" in system_of(model)

@@ -31,7 +31,14 @@ from pallas.product.persona.commands import (
 )
 from pallas.product.persona.config import RageConfig
 from pallas.product.persona.notify import CHECK_KIND, NotifyDeps, check_notice, notify_owners
-from pallas.product.persona.own_voice import MoodForm, OwnVoice
+from pallas.product.persona.own_voice import (
+    FINGERPRINT,
+    FINGERPRINT_KIND,
+    MoodForm,
+    OwnVoice,
+    VoiceHabits,
+    learn_fingerprint,
+)
 from pallas.product.persona.relations import RelationsSource, Warmth
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
@@ -92,6 +99,10 @@ def install_persona(host: PersonaHost, config: RageConfig) -> None:
 
 def _own_voice(host: PersonaHost) -> None:
     host.personas.append(OwnVoice(host.voice, host.seed, host.clock, random.Random))
+    host.sources.append(VoiceHabits(host.voice))
+    learn = partial(learn_fingerprint, engine=host.engine, store=host.voice, clock=host.clock)
+    host.jobs.handle(FINGERPRINT_KIND, learn)
+    host.jobs.every(FINGERPRINT)
     host.reply_forms.insert(0, MoodForm(host.voice))  # before the forms that change the reply
     seed = StoredPersona(host.seed.name, host.seed.description, host.seed.style)
     host.commands.register(PersonaCommand(host.voice, seed, host.clock))

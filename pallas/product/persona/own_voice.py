@@ -1,7 +1,8 @@
 """The bot's own voice in each turn: the account's stored persona, plus one line of how it is
 right now (mood, the hour's routine, the session's tone, a private chat's "long time no see"
-hint once), all from fixed vocabularies, never from what anyone wrote. And the mood form,
-which takes a reply's mood markers as mood events.
+hint once), all from fixed vocabularies, never from what anyone wrote. The mood form takes a
+reply's mood markers as mood events; the nightly fingerprint job learns the habits of its
+replies that landed, shown as data (`VoiceHabits`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,26 @@ import random
 from collections.abc import Callable
 from datetime import datetime
 
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pallas.core.inbound import StreamKind
+from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext, ReplyShape
-from pallas.product.llm.assembler.context import Persona
+from pallas.product.llm.assembler.context import ContextBlock, Persona
+from pallas.product.persona.fingerprint import SentReply, fingerprint
 from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
 from pallas.product.persona.routine import asked_what_doing, routine_line
 from pallas.product.persona.session import Session, refreshed
-from pallas.store.bot_voice import BotVoiceStore, StoredPersona, StoredSession
+from pallas.store.bot_voice import (
+    BotVoiceStore,
+    StoredPersona,
+    StoredSession,
+    accounts,
+    replies_with_answers,
+)
+from pallas.store.jobs import ClaimedJob
 
 
 class OwnVoice:
@@ -83,3 +95,35 @@ class MoodForm:
         now = context.now
         await self._store.set_mood(self_id, moved(valence, since or now, now, words, weight), now)
         return reply
+
+
+FINGERPRINT_KIND = "persona.fingerprint"
+FINGERPRINT = PeriodicJob(name="persona_fingerprint", kind=FINGERPRINT_KIND, cron="17 5 * * *")
+RECENT_REPLIES = 300
+ANSWERS_READ = 3
+
+
+async def learn_fingerprint(
+    job: ClaimedJob, engine: AsyncEngine, store: BotVoiceStore, clock: Callable[[], datetime]
+) -> None:
+    """Nightly: each account's habits from its recent replies that landed well."""
+    for self_id in await accounts(engine):
+        rows = await replies_with_answers(engine, self_id, RECENT_REPLIES, ANSWERS_READ)
+        replies = [SentReply(r.text, r.answers, r.quoted) for r in rows]
+        await store.set_phrases(self_id, fingerprint(replies), clock())
+
+
+class VoiceHabits:
+    """The context source: the habits of the bot's own replies that landed, as data."""
+
+    name = "voice"
+
+    def __init__(self, store: BotVoiceStore) -> None:
+        self._store = store
+
+    async def fetch(self, turn: Turn) -> ContextBlock | None:
+        phrases = await self._store.phrases(turn.stream.self_id)
+        if not phrases:
+            return None
+        text = "、".join(phrases) + "（自然就好，别硬套）"
+        return ContextBlock(self.name, "你最近说话的小习惯", text, priority=3)
