@@ -1,0 +1,86 @@
+"""The bot's own voice in the store, on both backends: the persona seeded once and edited,
+the mood, chat sessions, and the nightly fingerprint over real timeline rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.persona.own_voice import learn_fingerprint
+from pallas.store.bot_voice import (
+    BotVoiceStore,
+    StoredPersona,
+    StoredSession,
+    accounts,
+    replies_with_answers,
+)
+from pallas.store.jobs import ClaimedJob
+from pallas.store.timeline import MessageWritten, TimelineWriter
+from tests.support.inbound import BOT_ID, group, message
+
+T0 = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
+SEED = StoredPersona("牛牛", "老成员", "说话简短")
+
+
+async def test_the_persona_is_seeded_once_then_edited_and_survives_a_restart(
+    engine: AsyncEngine,
+) -> None:
+    store = BotVoiceStore(engine)
+    assert await store.persona("1", SEED, T0) == SEED
+    edited = await store.edit_persona("1", SEED, "style", "带点东北味", T0)
+    assert edited == StoredPersona("牛牛", "老成员", "带点东北味")
+    other_seed = StoredPersona("别的", "别的", "别的")
+    assert await BotVoiceStore(engine).persona("1", other_seed, T0) == edited  # the store wins
+    assert await store.persona("2", other_seed, T0) == other_seed  # per account
+    with pytest.raises(ValueError, match="no persona field"):
+        await store.edit_persona("1", SEED, "age", "3", T0)
+
+
+async def test_mood_and_sessions(engine: AsyncEngine, writer: TimelineWriter) -> None:
+    store = BotVoiceStore(engine)
+    assert await store.mood("1") == (0.0, None)
+    await store.set_mood("1", 0.4, T0)
+    assert await store.mood("1") == (0.4, T0)
+    written = await writer.write(message("你好", time=T0))
+    assert isinstance(written, MessageWritten)
+    assert await store.session(written.stream_id) is None
+    session = StoredSession(T0, "懒洋洋的", "你们上次聊天是3天前")
+    await store.set_session(written.stream_id, session)
+    assert await store.session(written.stream_id) == session
+    later = await writer.write(message("在吗", time=T0))
+    assert isinstance(later, MessageWritten)
+    assert await store.last_seen_before(written.stream_id, later.message_id) == T0
+    assert await store.last_seen_before(written.stream_id, written.message_id) is None
+
+
+async def test_the_fingerprint_learns_from_replies_that_landed(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    chat = group("voice")
+    lines = [
+        ("害，就这呗", True, None),
+        ("哈哈哈哈", False, None),
+        ("走呗", True, "bot-2"),
+        ("嗯", False, "bot-2"),  # quotes the bot's line: it landed
+        ("不去啦", True, None),
+        ("嗯嗯", False, None),
+    ]
+    for i, (text, from_bot, quote) in enumerate(lines):
+        user = BOT_ID if from_bot else "42"
+        pid = f"bot-{i}" if from_bot else None
+        inbound = message(text, stream=chat, user_id=user, from_bot=from_bot, reply_to=quote,
+                          platform_message_id=pid)  # fmt: skip
+        assert isinstance(await writer.write(inbound), MessageWritten)
+    assert await accounts(engine) == [BOT_ID]
+    rows = await replies_with_answers(engine, BOT_ID, limit=10, answers=1)
+    assert [(r.text, r.answers, r.quoted) for r in rows] == [
+        ("不去啦", ("嗯嗯",), False),
+        ("走呗", ("嗯",), True),
+        ("害，就这呗", ("哈哈哈哈",), False),
+    ]
+    store = BotVoiceStore(engine)
+    job = ClaimedJob(1, "persona.fingerprint", {}, None, 1, 3, T0)
+    await learn_fingerprint(job, engine, store, lambda: T0)
+    assert await store.phrases(BOT_ID) == ["呗"]  # 害 once, 呗 twice, 啦 did not land
