@@ -4,7 +4,7 @@ Part `habit`. A fresh SQLite file is migrated to head, then filled through the p
 module (one connection, `executemany` in chunks of 10,000 rows, values written in the formats
 SQLAlchemy reads back: `YYYY-MM-DD HH:MM:SS.ffffff` for times, `json.dumps` for JSON, 0/1 for
 booleans): 20 group streams, 500 people plus the bot, and `--messages` messages whose times rise
-with their id over the last 30 days (up to an hour ago); 1 % are the bot's own lines. Of the
+with their id over the last 30 days (up to an hour ago); 1 % of the text lines are the bot's. Of the
 people's messages, `--images` carry one image segment shaped as the media pipeline leaves it
 (`{"kind": "image", "text": "[动画表情]", "media": {"url": ..., "asset": "asset:ab/<sha>.png"},
 "raw_type": "image"}`): half are stickers (`[动画表情]`), half ordinary pictures (`[图片]`, which
@@ -14,40 +14,44 @@ is not part of the target. Then the whole timeline is scanned the way the job
 a step says `done`, `until` being now minus the job's settle time (the job stops after
 `MAX_STEPS` steps and goes on at its next run; the loop here does not, and says how many runs
 the job would need). Wall and process CPU time (`time.process_time`, so the driver's thread is
-included), messages/s, and the stickers counted, checked against the stickers inserted (in the
-scan's own total and in `sticker_use`). Target: a full scan of 1,000,000 messages with 100,000
-images in at most 30 s (PASS or MISS). Then `--increment` newer messages (10 % images, half of
-them stickers) are added and scanned the same way: time per new row against the full scan's,
-which shows the scan's cost follows the rows after its cursor, not the size of the timeline.
-The query plan of a step's read is printed under the figures.
+included), messages/s, the wall time of one step (p50, p99, max: one transaction, which in the
+bot holds the store's write lock, so timeline commits wait behind it), and the stickers
+counted, checked against the stickers inserted (in the scan's own total and in `sticker_use`).
+Target: a full scan of 1,000,000 messages with 100,000 images in at most 30 s (PASS or MISS).
+Then `--increment` newer messages (10 % images, half of them stickers) are added and scanned the
+same way: time per new row against the full scan's, which shows whether the scan's cost follows
+the rows after its cursor or the size of the timeline. The query plan of a step's read is
+printed under the figures.
 
 Part `ingress`. What an image message costs the ingress path, against a text message, in
 process. A `Runtime` is built on a fresh temporary data dir the way `bot.py` builds it
 (`Runtime.build`, then `start`), with a turn handler that does nothing (no agent, no model), the
 gate's ambient lottery off (probability 0: a turn's cost would land on whichever kind drew it;
-the `turns` column shows none ran), and the stages the plugin packages register (`repeat`,
-`poke_back`, `notices`, and `media` with the real `media.fetch` handler, as `packages/media`
-does). Everything `start` does runs except the job worker: `Jobs.start` is replaced by a no-op
-on this runtime, so the `media.fetch` jobs the media stage enqueues are committed and never run,
-and nothing is downloaded (the URLs point at 127.0.0.1:9 anyway); the run checks that every job
-is still pending and no file was kept. No NoneBot, no WebSocket: each message is a NapCat-shaped
-OneBot frame parsed by the adapter's `json_to_event` beforehand (not timed), then timed as the
-ingress hook runs it: `translate_event`, then `runtime.ingress.accept` (the timeline's commit,
-then the stage list: silence, commands, poke_back, notices, repeat, media, gate). Not included:
-NoneBot's dispatch after the hook, the hook's look-up of unknown @-mentioned members (none
-here), and of course the fetch itself. Messages go one at a time (each `accept` awaited before
-the next; the media stage's enqueue, a task of its own, may overlap the next message), after an
-untimed warm-up in which every (group, sender) pair has spoken once in text and once with a
-sticker. Three kinds, `--count` messages each, in 10 rounds of one block per kind (the order
-rotated each round and reversed every other one, so the slow drift of a run, the gate's activity
-views growing, falls on every kind alike): distinct chat lines; one sticker each, of a distinct
-file, so the repeater never fires; and the same stickers with the media stage switched off in
-its slot, which separates what the fetch job's enqueue costs from what an image segment costs
-anyway. CPU per message is the process CPU (`time.process_time`, all threads) of a block,
-until the block's enqueue tasks and ledger events are committed, divided by its messages.
-Target: "an image message's ingress cost unchanged", read as CPU per image message <= 1.15x
-per text message (PASS or MISS). The wall time of each message on the path (translate and
-`accept`) is printed too: p50, p99, mean.
+the `turns` column shows none ran), and what the plugin packages add to the stage list: the
+responders' stages (`repeat`, `poke_back`, `notices`) and media, installed with
+`install_media(runtime.media_host(client), config)` exactly as `packages/media` does (the
+`media` stage and the real `media.fetch` handler among the rest). Everything `start` does runs
+except the job worker: `Jobs.start` is replaced by a no-op on this runtime, so the `media.fetch`
+jobs the media stage enqueues are committed and never run, and nothing is downloaded (the URLs
+point at 127.0.0.1:9 anyway); the run checks that every job is still pending and no file was
+kept. No NoneBot, no WebSocket: each message is a NapCat-shaped OneBot frame parsed by the
+adapter's `json_to_event` beforehand (not timed), then timed as the ingress hook runs it:
+`translate_event`, then `runtime.ingress.accept` (the timeline's commit, then the stage list:
+silence, commands, poke_back, notices, repeat, media, gate). Not included: NoneBot's dispatch
+after the hook, the hook's look-up of unknown @-mentioned members (none here), and of course the
+fetch itself. Messages go one at a time (each `accept` awaited before the next; the media
+stage's enqueue, a task of its own, may overlap the next message), after an untimed warm-up in
+which every (group, sender) pair has spoken once in text and once with a sticker. Three kinds,
+`--count` messages each, in 10 rounds of one block per kind (the order rotated each round and
+reversed every other one, so the slow drift of a run, the gate's activity views growing, falls
+on every kind alike): distinct chat lines; one sticker each, of a distinct file, so the repeater
+never fires; and the same stickers with the media stage switched off in its slot, which
+separates what the fetch job's enqueue costs from what an image segment costs anyway. CPU per
+message is the process CPU (`time.process_time`, all threads) of a block, until the block's
+enqueue tasks and ledger events are committed, divided by its messages. Target: "an image
+message's ingress cost unchanged", read as CPU per image message <= 1.15x per text message (PASS
+or MISS). The wall time of each message on the path (translate and `accept`) is printed too:
+p50, p99, mean.
 
 Run from the repository root: `.venv/bin/python bench/media_bench.py [habit|ingress|all]
 [--messages 1000000] [--images 100000] [--increment 10000] [--count 2000]
@@ -72,7 +76,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +105,8 @@ from pallas.product.deterministic.responders import (  # noqa: E402
     PokeBackStage,
     RepeatStage,
 )
-from pallas.product.media.fetching import (  # noqa: E402
-    FETCH_KIND,
-    MediaDeps,
-    MediaStage,
-    fetch_message_media,
-)
+from pallas.product.media.feature import install_media  # noqa: E402
+from pallas.product.media.fetching import FETCH_KIND, MediaStage  # noqa: E402
 from pallas.product.media.sticker_habit import CURSOR, MAX_STEPS, SETTLE, STEP  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
@@ -117,7 +116,7 @@ SEED = 17
 GROUPS = 20
 PEOPLE = 500
 BOT_PERSON = PEOPLE + 1
-BOT_SHARE = 0.01  # of the messages: the bot's own lines (never counted)
+BOT_SHARE = 0.01  # of the text lines: the bot's own (never counted)
 HASHES = 2_000
 STICKER_SHARE = 0.5  # of the image messages
 INCREMENT_IMAGE_SHARE = 0.1
@@ -534,17 +533,18 @@ class CountingHandler(NoTurnHandler):
         return await super().handle(turn)
 
 
-class SwitchableMedia:
-    """The media stage in its slot, switched off for the `image, no fetch` blocks."""
-
-    name = "media"
+class MediaSwitch:
+    """Switches the registered media stage off for the `image, no fetch` blocks (its
+    `on_message` is replaced on this instance; nothing else about it changes)."""
 
     def __init__(self, stage: MediaStage) -> None:
         self.stage = stage
         self.on = True
+        self._run = stage.on_message
+        stage.on_message = self.on_message  # type: ignore[method-assign]
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
-        return await self.stage.on_message(stored) if self.on else CONTINUE
+        return await self._run(stored) if self.on else CONTINUE
 
 
 TEXT, IMAGE, IMAGE_NO_FETCH = "text", "image", "image, no fetch"
@@ -614,7 +614,7 @@ async def worker_not_started() -> None:
 @dataclass
 class Rig:
     runtime: Runtime
-    media: SwitchableMedia
+    media: MediaSwitch
     client: httpx.AsyncClient
     handler: CountingHandler
 
@@ -629,20 +629,25 @@ def build_runtime(data_dir: Path, handler: CountingHandler) -> Runtime:
     return Runtime.build(settings, kernel, handler)
 
 
+def media_stage(runtime: Runtime) -> MediaStage:
+    stage = next(s for s in runtime.stages.stages if s.name == "media")
+    if not isinstance(stage, MediaStage):
+        raise RuntimeError(f"the media slot holds {type(stage).__name__}, not MediaStage")
+    return stage
+
+
 def build_rig(data_dir: Path) -> Rig:
-    """The runtime as bot.py builds it, with the stages the plugin packages register."""
+    """The runtime as bot.py builds it, with what the plugin packages register: the
+    responders' stages, and media installed exactly as packages/media installs it."""
     handler = CountingHandler()
     runtime = build_runtime(data_dir, handler)
-    client = httpx.AsyncClient()
-    deps = MediaDeps(runtime.assets, runtime.jobs, client, runtime.runner.clock)
-    runtime.jobs.handle(FETCH_KIND, partial(fetch_message_media, deps=deps), timeout_s=60.0)
-    media = SwitchableMedia(MediaStage(runtime.jobs))
     responders = runtime.responders
     for stage in (RepeatStage(responders), PokeBackStage(responders), NoticeStage(responders)):
         runtime.stages.register(stage)
-    runtime.stages.register(media)
+    client = httpx.AsyncClient()
+    install_media(runtime.media_host(client), runtime.agent_config.media)
     runtime.jobs.start = worker_not_started  # type: ignore[method-assign]
-    return Rig(runtime, media, client, handler)
+    return Rig(runtime, MediaSwitch(media_stage(runtime)), client, handler)
 
 
 async def settle(rig: Rig) -> None:

@@ -503,6 +503,8 @@ class RageState(Base):
     pressure: Mapped[float] = mapped_column(Float)  # as of updated_at
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     silenced_until: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # An owner's last forgiveness: silences before it do not count towards a blacklist.
+    forgiven_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
 
 class RageSilence(Base):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.models import (
@@ -108,10 +108,17 @@ class PersonaStore:
     async def silences_since(
         self, stream_id: int, person_id: int, since: datetime
     ) -> list[datetime]:
+        """Silences since `since`, counting only those after an owner's last forgiveness."""
+        forgiven = (
+            select(RageState.forgiven_at)
+            .where(RageState.stream_id == stream_id, RageState.person_id == person_id)
+            .scalar_subquery()
+        )
         query = select(RageSilence.started_at).where(
             RageSilence.stream_id == stream_id,
             RageSilence.person_id == person_id,
             RageSilence.started_at >= since,
+            or_(forgiven.is_(None), RageSilence.started_at > forgiven),
         )
         async with self._engine.connect() as conn:
             return list(await conn.scalars(query))
@@ -170,7 +177,13 @@ class PersonaStore:
             calmed = await conn.execute(
                 update(RageState)
                 .where(RageState.stream_id == stream_id, RageState.person_id == person_id)
+                .where(or_(RageState.pressure > 0, RageState.silenced_until.is_not(None)))
                 .values(pressure=0.0, silenced_until=None, updated_at=now)
+            )
+            await conn.execute(  # the silences before this no longer count towards a blacklist
+                update(RageState)
+                .where(RageState.stream_id == stream_id, RageState.person_id == person_id)
+                .values(forgiven_at=now)
             )
         ignored.pop((stream_id, person_id), None)
         return bool(lifted.rowcount or calmed.rowcount)
@@ -245,6 +258,8 @@ class PersonaStore:
             )
             if same:
                 return False
+            if source == "observed" and await _owner_notes(conn, self_id, person_id) >= MAX_NOTES:
+                return False  # the owner's notes fill every place: an observation waits
             await conn.execute(
                 RelationNote.__table__.insert().values(
                     self_id=self_id,
@@ -278,6 +293,18 @@ async def _blacklist(
         "lifted_at": None,
     }
     await conn.execute(upsert(conn, Blacklist.__table__, ["stream_id", "person_id"], values))
+
+
+async def _owner_notes(conn: AsyncConnection, self_id: str, person_id: int) -> int:
+    count = await conn.scalar(
+        select(func.count()).where(
+            RelationNote.self_id == self_id,
+            RelationNote.person_id == person_id,
+            RelationNote.active.is_(True),
+            RelationNote.source == "owner",
+        )
+    )
+    return int(count or 0)
 
 
 async def _make_room(conn: AsyncConnection, self_id: str, person_id: int) -> None:
@@ -315,12 +342,15 @@ async def person_of(engine: AsyncEngine, platform: str, user_id: str) -> int | N
         return await conn.scalar(query)
 
 
-async def group_of(engine: AsyncEngine, platform: str, self_id: str, group_id: str) -> int | None:
+async def chat_of(
+    engine: AsyncEngine, platform: str, self_id: str, kind: str, external_id: str
+) -> int | None:
+    """A chat of the account: a group by its number, a private chat by the other's id."""
     query = select(Stream.id).where(
         Stream.platform == platform,
         Stream.self_id == self_id,
-        Stream.kind == "group",
-        Stream.external_id == group_id,
+        Stream.kind == kind,
+        Stream.external_id == external_id,
     )
     async with engine.connect() as conn:
         return await conn.scalar(query)

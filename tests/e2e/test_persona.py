@@ -233,12 +233,21 @@ def system_of(model: FakeModelServer) -> str:
 
 
 async def test_its_own_voice_persona_mood_and_a_resumption_after_a_long_quiet(
-    napcat: NapCat, model: FakeModelServer
+    napcat: NapCat, model: FakeModelServer, timeline: TimelineDb
 ) -> None:
     napcat.failing.discard("send_private_msg")
     friend = 9401
-    long_ago = int(time.time()) - 3 * 24 * 3600
-    await napcat.send_event({**napcat.private_message(friend, "晚安"), "time": long_ago})
+    # The bot's own last words in this chat, three days ago (NapCat reports them as sent).
+    said_then = napcat.private_message(friend, "晚安")
+    said_then.update(
+        post_type="message_sent",
+        user_id=SELF_ID,
+        target_id=friend,
+        sender={"user_id": SELF_ID, "nickname": "牛牛", "card": ""},
+        time=int(time.time()) - 3 * 24 * 3600,
+    )
+    await napcat.send_event(said_then)
+    await wait_for(lambda: timeline.messages(said_then["message_id"]), timeout=10, what="stored")
     await private(napcat, friend, "好久不见")
     assert "你们上次聊天是3天前" in system_of(model)  # the hint, once
     assert "此刻：" in system_of(model)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -348,14 +348,17 @@ _BELITTLING_LOOSE = (
 
 
 def find_belittling(forms: Normalised) -> str | None:
+    match = next(belittling_matches(forms), None)
+    return None if match is None else f"word {match.group('word')!r} in {match.group()!r}"
+
+
+def belittling_matches(forms: Normalised) -> Iterator[re.Match[str]]:
+    """Every belittling phrase, clause by clause (the match says whom it is about)."""
     for clause in forms.clauses:
         for pattern in _BELITTLING_CLAUSE:
-            if match := pattern.search(clause):
-                return f"word {match.group('word')!r} in {match.group()!r}"
+            yield from pattern.finditer(clause)
     for pattern in _BELITTLING_LOOSE:
-        if match := pattern.search(forms.loose):
-            return f"word {match.group('word')!r} in {match.group()!r}"
-    return None
+        yield from pattern.finditer(forms.loose)
 
 
 # -- rule 6: bare remember ---------------------------------------------------------------

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pallas.product.memory.guard import find_belittling, find_vulgar, normalise
+from pallas.product.memory.guard import belittling_matches, find_vulgar, normalise
 from pallas.product.persona.favor import Tier
 
 # Quoted spans: Chinese corner and curly quotes, and ASCII double quotes.
@@ -59,8 +59,18 @@ def find_attack(words: str, *, at_bot: bool, owner: bool, tier: Tier) -> Attack 
         share = 0.5 if tier is Tier.CLOSE else 1.0
         kind = AttackKind.INSULT
         return Attack(kind, RAGE_WEIGHT[kind] * share, FAVOR_LOSS[kind] * share, vulgar)
-    belittling = find_belittling(forms)
-    if belittling is None or tier is Tier.CLOSE or not _says_you(forms.loose):
-        return None  # "他是猪" said to the bot is about someone else
+    if tier is Tier.CLOSE:
+        return None
+    belittling = _put_down_of_you(unquoted(words))
+    if belittling is None:
+        return None
     kind = AttackKind.PUT_DOWN
     return Attack(kind, RAGE_WEIGHT[kind], FAVOR_LOSS[kind], belittling)
+
+
+def _put_down_of_you(text: str) -> str | None:
+    """A belittling phrase whose subject is "you": "你知道吗他真笨" is about someone else."""
+    for match in belittling_matches(normalise(text)):
+        if _says_you(match.group()):
+            return f"word {match.group('word')!r} in {match.group()!r}"
+    return None

@@ -16,8 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
 from pallas.product.persona.notes import acceptable
+from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
-from pallas.store.persona import PersonaStore, group_of, person_of
+from pallas.store.persona import PersonaStore, chat_of, person_of
 
 
 class _PersonaCommand:
@@ -28,11 +29,14 @@ class _PersonaCommand:
         self._store = store
         self._clock = clock
 
-    async def _who(self, call: CommandCall, group: str, user: str) -> tuple[int, int] | str:
+    async def _who(self, call: CommandCall, where: str, user: str) -> tuple[int, int] | str:
+        """(chat, person) for `<群号|私聊> <QQ>`, or why not."""
         stream = call.stored.message.stream
-        stream_id = await group_of(self._engine, stream.platform, stream.self_id, group)
+        private = where == PRIVATE_CHAT
+        kind, external = ("private", user) if private else ("group", where)
+        stream_id = await chat_of(self._engine, stream.platform, stream.self_id, kind, external)
         if stream_id is None:
-            return f"我不在群 {group} 里，或者那里还没人说过话。"
+            return "我和TA没私聊过。" if private else f"我不在群 {where} 里，或者那里还没人说过话。"
         person_id = await person_of(self._engine, stream.platform, user)
         if person_id is None:
             return f"没见过 {user} 这个人。"
@@ -41,12 +45,12 @@ class _PersonaCommand:
 
 class LiftCommand(_PersonaCommand):
     name = "解除拉黑"
-    summary = "原谅某人：/解除拉黑 <群号> <QQ>"
+    summary = "原谅某人：/解除拉黑 <群号|私聊> <QQ>"
 
     async def run(self, call: CommandCall) -> str:
         words = call.args.split()
         if len(words) != 2:
-            return "用法：/解除拉黑 <群号> <QQ>"
+            return "用法：/解除拉黑 <群号|私聊> <QQ>"
         who = await self._who(call, *words)
         if isinstance(who, str):
             return who
@@ -56,17 +60,18 @@ class LiftCommand(_PersonaCommand):
 
 class BlacklistCommand(_PersonaCommand):
     name = "拉黑"
-    summary = "在某个群里不再理某人：/拉黑 <群号> <QQ>"
+    summary = "在某个群（或私聊）里不再理某人：/拉黑 <群号|私聊> <QQ>"
 
     async def run(self, call: CommandCall) -> str:
         words = call.args.split()
         if len(words) != 2:
-            return "用法：/拉黑 <群号> <QQ>"
+            return "用法：/拉黑 <群号|私聊> <QQ>"
         who = await self._who(call, *words)
         if isinstance(who, str):
             return who
         await self._store.blacklist(*who, "号主拉黑", self._clock())
-        return f"好，在群 {words[0]} 里不理 {words[1]} 了。"
+        where = "私聊里" if words[0] == PRIVATE_CHAT else f"在群 {words[0]} 里"
+        return f"好，{where}不理 {words[1]} 了。"
 
 
 class FavorCommand(_PersonaCommand):

@@ -27,6 +27,8 @@ from pallas.store.identities import ensure_stream
 from pallas.store.jobs import ClaimedJob
 from pallas.store.outbox import OutboxStatus, OutboxStore
 
+PRIVATE_CHAT = "私聊"  # the owner's word for a private chat in /解除拉黑 and /拉黑
+
 CHECK_KIND = "persona.notify_check"
 
 
@@ -45,10 +47,12 @@ class NotifyDeps:
 
 
 def blacklist_notice(payload: dict[str, str]) -> str:
+    chat = payload["group"]
+    where = "私聊里" if chat == PRIVATE_CHAT else f"群 {chat} 的"
     return (
-        f"群 {payload['group']} 的 {payload['name']}（{payload['user_id']}）一天里两次骂到我被气到"
-        f"静默，已自动拉黑：TA在这个群说的话我都不理了。"
-        f"要原谅TA，发 /解除拉黑 {payload['group']} {payload['user_id']}"
+        f"{where} {payload['name']}（{payload['user_id']}）一天里两次骂到我被气到静默，"
+        f"已自动拉黑：TA在那里说的话我都不理了。"
+        f"要原谅TA，发 /解除拉黑 {chat} {payload['user_id']}"
     )
 
 

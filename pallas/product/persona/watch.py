@@ -26,6 +26,7 @@ from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.persona.attacks import Attack, find_attack
 from pallas.product.persona.favor import cooled, tier_of
 from pallas.product.persona.notes import observed_notes
+from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.product.persona.rage import RageOutcome, RagePolicy, RageReading, step_rage
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
@@ -65,13 +66,15 @@ class PersonaWatch:
         words = typed_words(stored)
         if not words.strip():
             return CONTINUE
-        result = await self._attack(stored, words)
-        if result is not None:
-            return result
-        await self._observe(stored, words)
+        outcome = await self._attack(stored, words)
+        if outcome is None:  # no attack: what they say of themselves may be a note
+            await self._observe(stored, words)
+        elif outcome in (RageOutcome.SILENCED, RageOutcome.BLACKLISTED):
+            return StageResult(Verdict.SUPPRESSED, RAGE_REASON)
         return CONTINUE
 
-    async def _attack(self, stored: StoredMessage, words: str) -> StageResult | None:
+    async def _attack(self, stored: StoredMessage, words: str) -> RageOutcome | None:
+        """What the attack in the message did, or None when it holds none."""
         deps, self_id = self._deps, stored.message.stream.self_id
         person = stored.sender_person_id
         score, warmed_on = await deps.store.favorability(self_id, person)
@@ -82,10 +85,7 @@ class PersonaWatch:
         await deps.store.set_favorability(
             self_id, person, cooled(score, attack.favor_loss), warmed_on, now
         )
-        outcome = await self._rage(stored, attack, now)
-        if outcome in (RageOutcome.SILENCED, RageOutcome.BLACKLISTED):
-            return StageResult(Verdict.SUPPRESSED, RAGE_REASON)
-        return None
+        return await self._rage(stored, attack, now)
 
     async def _rage(self, stored: StoredMessage, attack: Attack, now: datetime) -> RageOutcome:
         deps = self._deps
@@ -118,11 +118,12 @@ class PersonaWatch:
 
     async def _notify(self, stored: StoredMessage) -> None:
         msg = stored.message
+        group = msg.stream.kind is StreamKind.GROUP
         payload = {
             "stream_id": stored.stream_id,
             "platform": msg.stream.platform,
             "self_id": msg.stream.self_id,
-            "group": msg.stream.external_id,
+            "group": msg.stream.external_id if group else PRIVATE_CHAT,
             "user_id": msg.sender.user_id,
             "name": msg.sender.display_name,
         }

@@ -43,6 +43,7 @@ def upgrade() -> None:
         sa.Column("pressure", sa.Float(), nullable=False),
         sa.Column("updated_at", _TIME, nullable=False),
         sa.Column("silenced_until", _TIME, nullable=True),
+        sa.Column("forgiven_at", _TIME, nullable=True),
         sa.PrimaryKeyConstraint("stream_id", "person_id", name=op.f("pk_rage_state")),
     )
     op.create_table(
