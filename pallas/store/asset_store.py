@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -169,7 +170,8 @@ def _row(sha: str, relative: str, info: MediaInfo, size: int) -> dict[str, objec
 
 def _write_atomically(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    # Unique per write: two tasks keeping the same new file at once must not share one.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, target)
 

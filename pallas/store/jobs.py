@@ -199,6 +199,9 @@ class JobStore:
             raise ValueError(f"jobs: unsupported database backend {dialect!r}")
         self._engine = engine
         self._lock = write_lock or asyncio.Lock()
+        self._insert_quietly = _INSERTS[dialect](_JOB).on_conflict_do_nothing(
+            index_elements=[_C.idempotency_key]
+        )
         self._insert = (
             _INSERTS[dialect](_JOB)
             .on_conflict_do_nothing(index_elements=[_C.idempotency_key])
@@ -237,6 +240,33 @@ class JobStore:
                 return JobRef(int(new_id), created=True)
             existing = select(_C.id).where(_C.idempotency_key == key)
             return JobRef(int((await conn.execute(existing)).scalar_one()), created=False)
+
+    async def enqueue_many(
+        self, kind: str, items: Sequence[tuple[Mapping[str, Any], str]], now: datetime
+    ) -> None:
+        """Add pending jobs of one kind, each under its key, in one statement and one
+        transaction (a key already taken adds nothing)."""
+        for payload, key in items:
+            _validate(kind, payload, key, 5)
+        if not items:
+            return
+        rows = [
+            {
+                "kind": kind,
+                "payload": dict(payload),
+                "idempotency_key": key,
+                "status": _PENDING,
+                "due_at": now,
+                "attempts": 0,
+                "max_attempts": 5,
+                "last_error": "",
+                "created_at": now,
+                "updated_at": now,
+            }
+            for payload, key in items
+        ]
+        async with self._lock, self._engine.begin() as conn:
+            await conn.execute(self._insert_quietly, rows)
 
     async def claim(
         self, holder: str, now: datetime, *, lease: timedelta, limit: int

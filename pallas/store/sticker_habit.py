@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, Text, cast, literal, select, tuple_
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.assets import asset_path
 from pallas.core.media import is_sticker_text
-from pallas.store.models import Message, ScanCursor, StickerUse
+from pallas.store.models import Message, ScanCursor, StickerUse, UtcDateTime
 from pallas.store.sql import upsert
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -65,20 +67,24 @@ class StickerHabitStore:
     async def scan_step(self, name: str, until: datetime, limit: int) -> ScanStep:
         """Read up to `limit` messages after the cursor and older than `until`; count them."""
         async with self._lock, self._engine.begin() as conn:
-            after_time, after_id = await _cursor(conn, name)
-            rows = await _messages_after(conn, after_time, after_id, until, limit)
+            after = await _cursor(conn, name)
+            ids = await _ids_after(conn, after, until, limit)
+            if not ids:
+                return ScanStep(0, 0, True)
+            end = (await _time_of(conn, ids[-1]), ids[-1])
+            rows = await _pictures_between(conn, after, end)
             counts: Counter[Key] = Counter()
-            seen: dict[Key, datetime] = {}
+            first: dict[Key, datetime] = {}
+            last: dict[Key, datetime] = {}
             for row in rows:
                 for sha in sticker_hashes(row.segments or ()):
                     key = (row.stream_id, row.sender_person_id, sha)
                     counts[key] += 1
-                    seen[key] = row.time
-            await _add_counts(conn, counts, seen)
-            if rows:
-                last = rows[-1]
-                await _move_cursor(conn, name, last.time, last.id, until)
-        return ScanStep(len(rows), sum(counts.values()), len(rows) < limit)
+                    first.setdefault(key, row.time)
+                    last[key] = row.time
+            await _add_counts(conn, counts, first, last)
+            await _move_cursor(conn, name, end[0], end[1], until)
+        return ScanStep(len(ids), sum(counts.values()), len(ids) < limit)
 
     async def favourites(
         self, stream_id: int, person_id: int, limit: int = 5
@@ -110,48 +116,81 @@ async def _cursor(conn: AsyncConnection, name: str) -> tuple[datetime, int]:
     return (row.after_time, int(row.after_message_id)) if row else (EPOCH, 0)
 
 
-async def _messages_after(
-    conn: AsyncConnection, after_time: datetime, after_id: int, until: datetime, limit: int
+def _after(cursor: tuple[datetime, int]) -> ColumnElement[bool]:
+    # A row comparison is one range search of ix_message_time_id; the same condition spelled
+    # with OR made SQLite read and sort every row after the cursor, each step.
+    return tuple_(Message.time, Message.id) > tuple_(
+        literal(cursor[0], UtcDateTime()), literal(cursor[1])
+    )
+
+
+async def _ids_after(
+    conn: AsyncConnection, cursor: tuple[datetime, int], until: datetime, limit: int
+) -> list[int]:
+    """The next `limit` messages' ids, in (time, id) order: read from the index alone."""
+    query = (
+        select(Message.id)
+        .where(_after(cursor), Message.time < until)
+        .order_by(Message.time, Message.id)
+        .limit(limit)
+    )
+    return list(await conn.scalars(query))
+
+
+async def _time_of(conn: AsyncConnection, message_id: int) -> datetime:
+    return (await conn.execute(select(Message.time).where(Message.id == message_id))).scalar_one()
+
+
+async def _pictures_between(
+    conn: AsyncConnection, cursor: tuple[datetime, int], end: tuple[datetime, int]
 ) -> Sequence[Any]:
+    """Messages of people in (cursor, end] that hold a picture: only those are decoded (the
+    stored JSON names the segment kind in ASCII, so a text match finds them)."""
+    up_to_end = tuple_(Message.time, Message.id) <= tuple_(
+        literal(end[0], UtcDateTime()), literal(end[1])
+    )
     query = (
         select(
             Message.id, Message.time, Message.stream_id, Message.sender_person_id, Message.segments
         )
-        .where(
-            or_(Message.time > after_time, and_(Message.time == after_time, Message.id > after_id)),
-            Message.time < until,
-            Message.from_bot.is_(False),
-        )
+        .where(_after(cursor), up_to_end, Message.from_bot.is_(False))
+        .where(cast(Message.segments, Text).like('%"image"%'))
         .order_by(Message.time, Message.id)
-        .limit(limit)
     )
     return (await conn.execute(query)).all()
 
 
 async def _add_counts(
-    conn: AsyncConnection, counts: Counter[Key], seen: dict[Key, datetime]
+    conn: AsyncConnection,
+    counts: Counter[Key],
+    first: dict[Key, datetime],
+    last: dict[Key, datetime],
 ) -> None:
-    for (stream_id, person_id, sha), count in counts.items():
-        old = (
-            await conn.execute(
-                select(StickerUse.count, StickerUse.first_seen_at).where(
-                    StickerUse.stream_id == stream_id,
-                    StickerUse.person_id == person_id,
-                    StickerUse.sha256 == sha,
-                )
-            )
-        ).first()
-        values = {
+    """Add this step's counts in one statement: an existing row keeps its first sighting."""
+    if not counts:
+        return
+    rows = [
+        {
             "stream_id": stream_id,
             "person_id": person_id,
             "sha256": sha,
-            "count": count + (old.count if old else 0),
-            "first_seen_at": old.first_seen_at if old else seen[(stream_id, person_id, sha)],
-            "last_seen_at": seen[(stream_id, person_id, sha)],
+            "count": count,
+            "first_seen_at": first[(stream_id, person_id, sha)],
+            "last_seen_at": last[(stream_id, person_id, sha)],
         }
-        await conn.execute(
-            upsert(conn, StickerUse.__table__, ["stream_id", "person_id", "sha256"], values)
-        )
+        for (stream_id, person_id, sha), count in counts.items()
+    ]
+    insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    table = StickerUse.__table__
+    statement = insert(table)
+    statement = statement.on_conflict_do_update(
+        index_elements=["stream_id", "person_id", "sha256"],
+        set_={
+            "count": table.c.count + statement.excluded.count,
+            "last_seen_at": statement.excluded.last_seen_at,
+        },
+    )
+    await conn.execute(statement, rows)
 
 
 async def _move_cursor(

@@ -3,6 +3,7 @@ by content, written whole, pruned least recently used first."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -69,3 +70,16 @@ async def test_pruning_drops_the_least_recently_used(store: AssetStore) -> None:
     assert not asset_file(store.folder, green.path).exists()
     assert await store.get(red.sha256) is not None and await store.get(blue.sha256) is not None
     assert await store.prune(keep) == 0
+
+
+async def test_the_same_new_file_kept_twice_at_once_is_one_file(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A fetch and a turn keeping the same new picture together must not trip over each
+    other's temporary file."""
+    store = AssetStore(engine, tmp_path / "assets")
+    data = picture("navy", (9, 9))
+    kept = await asyncio.gather(*(store.put(data, T0) for _ in range(8)))
+    assert len({asset.path for asset in kept}) == 1
+    folder = (tmp_path / "assets").rglob("*")
+    assert [f.name for f in folder if f.is_file()] == [kept[0].path.rsplit("/", 1)[-1]]

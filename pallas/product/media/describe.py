@@ -143,7 +143,7 @@ async def file_of(
     try:
         data = await fetch_media(deps.client, url, deps.limits)
         asset = await deps.assets.put(data, deps.clock())
-    except (MediaUnavailable, NotMedia) as exc:
+    except (MediaUnavailable, NotMedia, OSError) as exc:
         logger.info("media: a file of message {} not kept: {}", message_id, exc)
         return None
     await deps.assets.record_on_message(message_id, {index: asset.reference})

@@ -28,6 +28,7 @@ from pallas.store.jobs import ClaimedJob
 from pallas.store.message_media import message_segments
 
 FETCH_KIND = "media.fetch"
+GATHER_S = 0.05
 
 
 @dataclass
@@ -47,30 +48,41 @@ def wants_fetch(stored: StoredMessage) -> bool:
 
 
 class MediaStage:
-    """Asks for a message's pictures to be kept; never holds the message up."""
+    """Asks for a message's pictures to be kept; never holds the message up.
+
+    Asks are gathered for a moment (`GATHER_S`) and committed together, one transaction for
+    a burst of pictures instead of one per message: an image message costs the ingress what a
+    text message does. Lost in a crash within that moment, those pictures stay placeholders
+    (docs/media.md); a turn that needs one fetches it itself (`media.describe`).
+    """
 
     name = "media"
 
     def __init__(self, jobs: Jobs) -> None:
         self._jobs = jobs
-        self._pending: set[asyncio.Task[None]] = set()
+        self._waiting: list[int] = []
+        self._flush: asyncio.Task[None] | None = None
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         if wants_fetch(stored):
-            # The enqueue commits in a task of its own: the gate does not wait for it. Lost in
-            # a crash within those milliseconds, the picture stays a placeholder (docs/media.md).
-            task = asyncio.create_task(self._enqueue(stored.message_id), name="media enqueue")
-            self._pending.add(task)
-            task.add_done_callback(self._pending.discard)
+            self._waiting.append(stored.message_id)
+            if self._flush is None or self._flush.done():
+                self._flush = asyncio.create_task(self._enqueue(), name="media enqueue")
         return CONTINUE
 
-    async def _enqueue(self, message_id: int) -> None:
+    async def drain(self) -> None:
+        """Wait until what was asked so far is committed (shutdown, tests)."""
+        if self._flush is not None:
+            await self._flush
+
+    async def _enqueue(self) -> None:
+        await asyncio.sleep(GATHER_S)
+        ids, self._waiting = self._waiting, []
+        items = [({"message_id": mid}, f"{FETCH_KIND}:{mid}") for mid in ids]
         try:
-            await self._jobs.enqueue(
-                FETCH_KIND, {"message_id": message_id}, key=f"{FETCH_KIND}:{message_id}"
-            )
+            await self._jobs.enqueue_many(FETCH_KIND, items)
         except Exception as exc:
-            logger.warning("media: fetch of message {} not queued: {!r}", message_id, exc)
+            logger.warning("media: fetch of {} message(s) not queued: {!r}", len(ids), exc)
 
 
 async def fetch_message_media(job: ClaimedJob, deps: MediaDeps) -> None:

@@ -116,7 +116,20 @@ async def test_the_stage_asks_for_a_fetch_without_waiting_and_only_for_pictures(
     picture = await kit.store(image(kit.web.url("/a.png")))
     assert (await stage.on_message(text_only)).reason == ""
     assert (await stage.on_message(picture)).reason == ""
-    await asyncio.gather(*stage._pending)
+    await stage.drain()
     async with kit.engine.connect() as conn:
         keys = (await conn.execute(select(Job.idempotency_key))).scalars().all()
     assert keys == [f"{FETCH_KIND}:{picture.message_id}"]
+
+
+async def test_a_burst_of_pictures_is_asked_for_together_and_once(kit: Kit) -> None:
+    kit.deps.jobs.handle(FETCH_KIND, lambda _job: asyncio.sleep(0))  # type: ignore[arg-type]
+    stage = MediaStage(kit.deps.jobs)
+    pictures = [await kit.store(image(kit.web.url(f"/{i}.png"))) for i in range(5)]
+    for stored in pictures:
+        await stage.on_message(stored)
+    await stage.on_message(pictures[0])  # the platform delivered one again
+    await stage.drain()
+    async with kit.engine.connect() as conn:
+        keys = (await conn.execute(select(Job.idempotency_key))).scalars().all()
+    assert sorted(keys) == sorted(f"{FETCH_KIND}:{p.message_id}" for p in pictures)

@@ -8,7 +8,7 @@ was `running` at start-up was cut off by a crash and is taken again at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,6 +65,14 @@ class Jobs:
         if self._worker is not None:
             self._worker.wake()
         return ref
+
+    async def enqueue_many(self, kind: str, items: Sequence[tuple[Mapping[str, Any], str]]) -> None:
+        """Commit several keyed jobs of one kind in one transaction (due now)."""
+        if kind not in self._handlers:
+            raise ValueError(f"no handler for job kind {kind!r}")
+        await self.store.enqueue_many(kind, items, self._clock())
+        if self._worker is not None:
+            self._worker.wake()
 
     async def start(self) -> None:
         released = await self.store.release_running(self._clock())
