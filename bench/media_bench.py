@@ -62,7 +62,6 @@ fetch job ran or is missing; the targets only print.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import json
 import math
@@ -652,9 +651,7 @@ def build_rig(data_dir: Path) -> Rig:
 
 async def settle(rig: Rig) -> None:
     """Until the block's background work is committed: fetch-job enqueues, ledger events."""
-    pending = rig.media.stage._pending  # the media stage's enqueue tasks (a private set)
-    while pending:
-        await asyncio.gather(*list(pending), return_exceptions=True)
+    await rig.media.stage.drain()  # the gathered fetch asks, committed
     await rig.runtime.ledger.flush()
 
 
