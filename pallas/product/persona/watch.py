@@ -24,7 +24,7 @@ from pallas.core.inbound import SegmentKind, StreamKind
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.persona.attacks import Attack, find_attack
-from pallas.product.persona.favor import cooled, tier_of
+from pallas.product.persona.favor import Tier, cooled, tier_of
 from pallas.product.persona.notes import observed_notes
 from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.product.persona.rage import RageOutcome, RagePolicy, RageReading, step_rage
@@ -77,6 +77,9 @@ class PersonaWatch:
         """What the attack in the message did, or None when it holds none."""
         deps, self_id = self._deps, stored.message.stream.self_id
         person = stored.sender_person_id
+        # The words first (pure, no store): most messages hold no attack and cost nothing more.
+        if find_attack(words, at_bot=True, owner=False, tier=Tier.NEUTRAL) is None:
+            return None
         score, warmed_on = await deps.store.favorability(self_id, person)
         attack = find_attack(words, at_bot=True, owner=False, tier=tier_of(score))
         if attack is None or not await self._at_bot(stored, words):
