@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterator
+import shutil
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -97,11 +101,84 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return admin.set(database=name).render_as_string(hide_password=False)
 
 
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    """A migrated engine on a fresh database."""
-    engine = create_engine(store_url)
+async def _admin(admin_url: str) -> asyncpg.Connection:
+    admin = make_url(admin_url)
+    return await asyncpg.connect(
+        host=admin.host,
+        port=admin.port,
+        user=admin.username,
+        password=admin.password,
+        database=admin.database or "postgres",
+    )
+
+
+def _apart(work: Coroutine[Any, Any, None]) -> None:
+    """Run set-up work on a loop of its own (a session fixture asked for from inside a
+    running test loop cannot use that loop)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, work).result()
+
+
+async def _migrate(url: str) -> None:
+    engine = create_engine(url)
     await upgrade_to_head(engine)
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to head once per session; each test gets a copy."""
+    path = tmp_path_factory.mktemp("template") / "store.db"
+    _apart(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_admin_url: str) -> str:
+    """A PostgreSQL database migrated to head once per session, copied for each test
+    (CREATE DATABASE ... TEMPLATE): the migrations run once, not once a test."""
+    name = f"pallas_template_{os.getpid()}"
+
+    async def create() -> None:
+        conn = await _admin(postgres_admin_url)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+        url = make_url(postgres_admin_url).set(database=name)
+        await _migrate(url.render_as_string(hide_password=False))
+
+    _apart(create())
+    return name
+
+
+@pytest.fixture(params=BACKENDS)
+async def migrated_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database already at the head revision, on each backend (a copy of a template
+    migrated once per session)."""
+    if request.param == "postgresql" and not postgres_configured():
+        pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
+    if request.param == "sqlite":
+        template: Path = request.getfixturevalue("sqlite_template")
+        target = tmp_path / "store.db"
+        shutil.copyfile(template, target)
+        return f"sqlite+aiosqlite:///{target}"
+    admin_url = request.getfixturevalue("postgres_admin_url")
+    template_name = request.getfixturevalue("postgres_template")
+    name = f"pallas_test_{os.getpid()}_{next(_databases)}"
+    conn = await _admin(admin_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    finally:
+        await conn.close()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+async def engine(migrated_url: str) -> AsyncIterator[AsyncEngine]:
+    """A migrated engine on a fresh database."""
+    engine = create_engine(migrated_url)
+    await upgrade_to_head(engine)  # already there: checks the revision, runs nothing
     yield engine
     await engine.dispose()
 
