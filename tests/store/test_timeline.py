@@ -37,9 +37,9 @@ async def test_concurrent_writes_share_transactions(
 
 
 async def test_a_caller_resumes_only_after_its_row_is_committed(
-    store_url: str, engine: AsyncEngine, writer: TimelineWriter
+    migrated_url: str, engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
-    other = create_engine(store_url)  # another engine: sees only committed rows
+    other = create_engine(migrated_url)  # another engine: sees only committed rows
 
     async def write_then_look(i: int) -> int:
         written = await writer.write(message(f"c{i}"))
