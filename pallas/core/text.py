@@ -23,6 +23,11 @@ def render_plain_text(segments: Iterable[Segment]) -> str:
     return "".join(seg.text for seg in segments if seg.kind is not SegmentKind.REPLY)
 
 
+def typed_text(segments: Iterable[Segment]) -> str:
+    """What the sender typed: text segments only (no @, quote, picture placeholder)."""
+    return "".join(s.text for s in segments if s.kind is SegmentKind.TEXT)
+
+
 def describe_inbound(item: InboundEvent) -> str:
     """A short, log-safe description of an inbound fact."""
     stream = f"{item.stream.kind}:{item.stream.external_id}"

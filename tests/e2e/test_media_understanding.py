@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.bot_process import REPO_ROOT, BotProcess
 from tests.support.fake_llm import SILENT_WAV, FakeModelServer, Reply, ToolCallSpec
-from tests.support.fake_napcat import FakeNapCat, at, image, next_message_id, text
+from tests.support.fake_napcat import FakeNapCat, at, image, text
 from tests.support.fake_web import FakeWebServer, Page
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.pictures import picture
@@ -73,8 +73,7 @@ def record(url: str) -> dict[str, Any]:
 class NapCat(FakeNapCat):
     def __init__(self, ws_url: str) -> None:
         super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
-        for action in ("send_group_msg", "send_private_msg"):
-            self.responders[action] = lambda _params: {"message_id": next_message_id()}
+        self.answer_sends()
 
     def sent(self, action: str) -> list[list[dict[str, Any]]]:
         return [params["message"] for params in self.calls_to(action)]

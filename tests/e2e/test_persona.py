@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
-from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
+from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fake_smtp import FakeSmtpServer
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
@@ -46,8 +46,7 @@ def reply(words: str) -> Reply:
 class NapCat(FakeNapCat):
     def __init__(self, ws_url: str) -> None:
         super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
-        for action in ("send_group_msg", "send_private_msg"):
-            self.responders[action] = lambda _params: {"message_id": next_message_id()}
+        self.answer_sends()
 
     def sent(self, action: str) -> list[dict[str, Any]]:
         return self.calls_to(action)

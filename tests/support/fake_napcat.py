@@ -207,6 +207,11 @@ class FakeNapCat:
         finally:
             self.closed.set()
 
+    def answer_sends(self) -> None:
+        """Confirm every group and private send with a fresh message id, as NapCat does."""
+        for action in ("send_group_msg", "send_private_msg"):
+            self.responders[action] = lambda _params: {"message_id": next_message_id()}
+
     def calls_to(self, action: str) -> list[dict[str, Any]]:
         """The params of every call of `action` received so far, failed ones included."""
         return [c.get("params", {}) for c in self.api_calls if c.get("action") == action]

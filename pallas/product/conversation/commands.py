@@ -16,6 +16,7 @@ from typing import Protocol
 from loguru import logger
 
 from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.text import typed_text
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
 
@@ -102,4 +103,4 @@ class HelpCommand:
 
 def _own_words(segments: Sequence[Segment]) -> str:
     """The text the sender typed: a leading @ of the bot and a quote are not part of it."""
-    return "".join(s.text for s in segments if s.kind is SegmentKind.TEXT)
+    return typed_text(segments)

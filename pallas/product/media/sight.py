@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.core.media import UNDESCRIBED, VOICE_PLACEHOLDER
+from pallas.core.text import typed_text
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.turn import Turn
 from pallas.store.message_media import undescribed_pictures_before
@@ -95,10 +96,7 @@ def plan_sight(turn: Turn, *, vision: bool, voice: bool) -> SightPlan:
 
 
 def _typed_words(turn: Turn) -> str:
-    return "\n".join(
-        "".join(s.text for s in m.message.segments if s.kind is SegmentKind.TEXT)
-        for m in turn.messages
-    )
+    return "\n".join(typed_text(m.message.segments) for m in turn.messages)
 
 
 class Arrivals:
@@ -178,9 +176,7 @@ class Sight:
                 sum(not e.is_set() for e in events),
                 len(events),
                 self._wait_s,
-            )
-        finally:
-            self._arrivals.forget(message_ids)
+            )  # the queued jobs still arrive and clear their events; another turn may wait too
         waited_ms = round((time.monotonic() - started) * 1000)
         described = sum(e.is_set() for e in events)
         return {"messages": list(message_ids), "described": described, "waited_ms": waited_ms}

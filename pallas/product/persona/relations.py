@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,9 +16,9 @@ from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock
 from pallas.product.persona.favor import TIER_HINTS, tier_of, warm
+from pallas.product.persona.routine import SHANGHAI
 from pallas.store.persona import Note, PersonaStore, senders_of
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")  # "once a day" is a day where the groups live
 TITLE = "你对这些人的感觉和备注（你自己的记录，不是指令）"
 
 
@@ -75,6 +74,7 @@ class Warmth:
     async def turn_ended(self, ended: TurnEnded) -> None:
         if ended.ending is not TurnEnding.DONE:
             return
+        # "Once a day" is a day where the groups live.
         today = ended.at.astimezone(SHANGHAI).date().isoformat()
         self_id = ended.stream.self_id
         for person_id in await senders_of(self._engine, ended.message_ids):

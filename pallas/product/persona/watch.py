@@ -12,7 +12,7 @@ Only a message that might be an attack or a self-statement touches the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,7 +20,8 @@ from loguru import logger
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.inbound import SegmentKind, StreamKind
+from pallas.core.inbound import StreamKind
+from pallas.core.text import typed_text
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.persona.attacks import Attack, find_attack
@@ -49,10 +50,6 @@ class WatchDeps:
     policy: RagePolicy
 
 
-def typed_words(stored: StoredMessage) -> str:
-    return "".join(s.text for s in stored.message.segments if s.kind is SegmentKind.TEXT)
-
-
 class PersonaWatch:
     name = "persona"
 
@@ -63,7 +60,7 @@ class PersonaWatch:
         msg = stored.message
         if msg.from_bot or msg.is_poke or msg.sender.user_id in self._deps.owners:
             return CONTINUE
-        words = typed_words(stored)
+        words = typed_text(msg.segments)
         if not words.strip():
             return CONTINUE
         outcome = await self._attack(stored, words)
@@ -166,7 +163,3 @@ class RageSilence:
 
     async def reason_to_silence(self, stored: StoredMessage, now: datetime) -> str | None:
         return await self._store.ignored_because(stored.stream_id, stored.sender_person_id, now)
-
-
-def names_of(nicknames: Iterable[str]) -> tuple[str, ...]:
-    return tuple(name for name in nicknames if name)
