@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Row, Select, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.models import Identity, Member, Message, Person, Stream
 
 _LIKE_ESCAPE = "\\"
@@ -157,6 +158,18 @@ async def stream_info(engine: AsyncEngine, stream_id: int) -> StreamInfo | None:
     if row is None:
         return None
     return StreamInfo(stream_id, row.kind, row.external_id, row.self_id, row.name)
+
+
+async def stream_key(engine: AsyncEngine, stream_id: int) -> StreamKey | None:
+    """The stream as the platform names it (a turn the bot starts has no message to tell)."""
+    query = select(Stream.platform, Stream.self_id, Stream.kind, Stream.external_id).where(
+        Stream.id == stream_id
+    )
+    async with engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    return StreamKey(row.platform, row.self_id, StreamKind(row.kind), row.external_id)
 
 
 async def names_in_stream(

@@ -16,8 +16,10 @@ from datetime import datetime
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pallas.store.audit import EventKind
 from pallas.store.models import (
     Blacklist,
+    Event,
     Favorability,
     Identity,
     Message,
@@ -354,6 +356,15 @@ async def chat_of(
     )
     async with engine.connect() as conn:
         return await conn.scalar(query)
+
+
+async def attacks_noted(engine: AsyncEngine, message_ids: Iterable[int]) -> bool:
+    """Whether an attack was already counted on any of these messages."""
+    query = select(func.count()).where(
+        Event.kind == EventKind.ATTACK_NOTED.value, Event.message_id.in_(list(message_ids))
+    )
+    async with engine.connect() as conn:
+        return bool(await conn.scalar(query))
 
 
 async def senders_of(engine: AsyncEngine, message_ids: Iterable[int]) -> list[int]:
