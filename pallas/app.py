@@ -40,6 +40,7 @@ from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.buffers import TurnBuffers
+from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
 from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
@@ -47,7 +48,7 @@ from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
-from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import MediaHost
@@ -70,6 +71,7 @@ from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
+from pallas.store.plans import PromiseStore
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
@@ -112,6 +114,7 @@ class AgentPlugs:
     preparers: list[TurnPreparer]
     forms: list[ReplyForm]
     personas: list[PersonaSource]
+    listeners: list[IntentListener]
 
 
 @dataclass
@@ -123,6 +126,7 @@ class Runtime:
     ingress: Ingress
     stages: StageList
     turn_buffers: TurnBuffers
+    proactive: ProactiveTurns  # turns the bot starts itself, through the same runner
     admission: Admission
     runner: RunnerDeps
     policies: PolicyBook
@@ -144,6 +148,7 @@ class Runtime:
     sticker_library: StickerLibrary
     persona: PersonaStore
     bot_voice: BotVoiceStore
+    promises: PromiseStore
     silence: SilenceStage
     # The SQLite write lock (a lock of their own for writers on PostgreSQL).
     write_lock: asyncio.Lock
@@ -158,6 +163,8 @@ class Runtime:
     reply_forms: list[ReplyForm] = field(default_factory=list)
     # Who the bot is in a turn, when a feature keeps it per account (persona).
     persona_sources: list[PersonaSource] = field(default_factory=list)
+    # What acts on the model's declared intents, reply or silence (mood, promises, offence).
+    intent_listeners: list[IntentListener] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -188,6 +195,7 @@ class Runtime:
         preparers: list[TurnPreparer] = []
         reply_forms: list[ReplyForm] = []
         persona_sources: list[PersonaSource] = []
+        listeners: list[IntentListener] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -249,7 +257,7 @@ class Runtime:
                 delivery,
                 tools,
                 agent_config,
-                AgentPlugs(context_sources, preparers, reply_forms, persona_sources),
+                AgentPlugs(context_sources, preparers, reply_forms, persona_sources, listeners),
             )
         return cls(
             settings=settings,
@@ -259,6 +267,7 @@ class Runtime:
             ingress=ingress,
             stages=stages,
             turn_buffers=turn_buffers,
+            proactive=ProactiveTurns(engine, turn_buffers, runner),
             admission=admission,
             runner=runner,
             policies=policies,
@@ -282,9 +291,11 @@ class Runtime:
             preparers=preparers,
             reply_forms=reply_forms,
             persona_sources=persona_sources,
+            intent_listeners=listeners,
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=BotVoiceStore(engine, write_lock=lock),
+            promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
@@ -347,7 +358,9 @@ class Runtime:
             voice=self.bot_voice,
             seed=seed_persona(self.agent_config, tuple(settings.nickname)),
             personas=self.persona_sources,
-            reply_forms=self.reply_forms,
+            listeners=self.intent_listeners,
+            proactive=self.proactive,
+            promises=self.promises,
         )
 
     @property
@@ -463,6 +476,7 @@ def _agent(
         preparers=plugs.preparers,
         forms=plugs.forms,
         personas=plugs.personas,
+        listeners=plugs.listeners,
         nicknames=tuple(settings.nickname),
         book=tools.book,
         skills=tools.skills,

@@ -23,11 +23,12 @@ _QUOTED = re.compile(r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")
 class AttackKind(StrEnum):
     INSULT = "insult"  # vulgar words
     PUT_DOWN = "put_down"  # belittling "you are ..." sentences
+    JUDGED = "judged"  # the model said the batch attacked it ([冒犯:…]), no word list matched
 
 
 # Rage added, favorability lost.
-RAGE_WEIGHT = {AttackKind.INSULT: 4.0, AttackKind.PUT_DOWN: 2.0}
-FAVOR_LOSS = {AttackKind.INSULT: 8.0, AttackKind.PUT_DOWN: 3.0}
+RAGE_WEIGHT = {AttackKind.INSULT: 4.0, AttackKind.PUT_DOWN: 2.0, AttackKind.JUDGED: 2.0}
+FAVOR_LOSS = {AttackKind.INSULT: 8.0, AttackKind.PUT_DOWN: 3.0, AttackKind.JUDGED: 3.0}
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,12 @@ def _put_down_of_you(text: str) -> str | None:
         if _says_you(match.group()):
             return f"word {match.group('word')!r} in {match.group()!r}"
     return None
+
+
+def judged_attack(reason: str, *, owner: bool, tier: Tier) -> Attack | None:
+    """The model's judgment that a turn's messages attacked it, as an attack by rule: never an
+    owner's, never a close friend's (their rough words are jokes), weighed as a put-down."""
+    if owner or tier is Tier.CLOSE:
+        return None
+    kind = AttackKind.JUDGED
+    return Attack(kind, RAGE_WEIGHT[kind], FAVOR_LOSS[kind], f"model: {reason.strip()[:40]}")

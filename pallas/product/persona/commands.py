@@ -4,6 +4,7 @@
 /拉黑 <群号> <QQ>       ignore someone in that group until lifted
 /好感 <QQ>              the score, its tier and the notes the bot keeps about them
 /备注 <QQ> <内容>       teach a relation note ("是群主的弟弟", "叫他阿明")
+/承诺 [取消 <编号>]     the promises the bot made to owners in this account; take one back
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
 from pallas.product.persona.notes import acceptable
 from pallas.product.persona.notify import PRIVATE_CHAT
+from pallas.product.persona.routine import SHANGHAI
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.persona import PersonaStore, chat_of, person_of
+from pallas.store.plans import PromiseState, PromiseStore
 
 
 class _PersonaCommand:
@@ -141,3 +144,46 @@ class PersonaCommand:
             return f"{part}太长了，最多 {limit} 个字。"
         await self._store.edit_persona(self_id, self._seed, field, value, self._clock())
         return f"好，{part}改好了，下一句话起生效。"
+
+
+_PROMISE_STATES = {
+    PromiseState.OPEN: "待办",
+    PromiseState.KEPT: "已做",
+    PromiseState.DROPPED: "已取消",
+    PromiseState.EXPIRED: "已过期",
+}
+
+
+class PromiseCommand:
+    name = "承诺"
+    summary = "看我答应过主人的事：/承诺；收回一件：/承诺 取消 <编号>"
+
+    def __init__(self, store: PromiseStore, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def run(self, call: CommandCall) -> str:
+        words = call.args.split()
+        if not words:
+            return await self._list(call.stored.message.stream.self_id)
+        if len(words) == 2 and words[0] == "取消" and words[1].isdigit():
+            return await self._drop(call.stored.message.stream.self_id, int(words[1]))
+        return "用法：/承诺，或 /承诺 取消 <编号>"
+
+    async def _list(self, self_id: str) -> str:
+        promises = await self._store.of_account(self_id, limit=10)
+        if not promises:
+            return "我还没答应过什么事。"
+        lines = []
+        for p in promises:
+            when = p.due_at.astimezone(SHANGHAI).strftime("%m-%d %H:%M") if p.due_at else "没定时间"
+            lines.append(f"#{p.id} [{_PROMISE_STATES[p.state]}] {p.text}（{when}）")
+        return "\n".join(lines)
+
+    async def _drop(self, self_id: str, promise_id: int) -> str:
+        promise = await self._store.get(promise_id)
+        if promise is None or promise.self_id != self_id:
+            return f"没有 #{promise_id} 这件事。"
+        if not await self._store.close(promise_id, PromiseState.DROPPED, self._clock()):
+            return f"#{promise_id} 已经{_PROMISE_STATES[promise.state]}了。"
+        return f"好，#{promise_id} 不做了。"

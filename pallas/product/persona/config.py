@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pallas.product.persona.rage import RagePolicy
 
@@ -20,6 +20,8 @@ class RageConfig(BaseModel):
     escalate_within_hours: float = Field(default=24.0, gt=0, le=24 * 30)
     # How long the owners' private message has to be sent before e-mail is tried.
     notify_check_s: float = Field(default=120.0, ge=1, le=24 * 3600)
+    # The model may say a turn's messages attacked it ([冒犯:…]); counts like a put-down.
+    model_judgement: bool = True
 
     def policy(self) -> RagePolicy:
         return RagePolicy(
@@ -28,3 +30,31 @@ class RageConfig(BaseModel):
             silence=timedelta(minutes=self.silence_minutes),
             escalate_within=timedelta(hours=self.escalate_within_hours),
         )
+
+
+class FollowUpConfig(BaseModel):
+    """`follow_up:` in config/agent.yml: one chance to speak again after a private reply."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    # The chance comes at a random moment in this range after the reply (minutes).
+    min_minutes: float = Field(default=20.0, gt=0, le=7 * 24 * 60)
+    max_minutes: float = Field(default=60.0, gt=0, le=7 * 24 * 60)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FollowUpConfig:
+        if self.max_minutes < self.min_minutes:
+            raise ValueError("follow_up.max_minutes must not be less than min_minutes")
+        return self
+
+
+class PromiseConfig(BaseModel):
+    """`promises:` in config/agent.yml: what the bot promises owners it will do."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    shown: int = Field(default=3, ge=1, le=20)  # open promises in the prompt, newest first
+    # A promise with no time is forgotten after this many days.
+    keep_days: float = Field(default=7.0, gt=0, le=365)

@@ -1,13 +1,15 @@
-"""Plugging the bot's feelings into the core: the persona stage (attacks, rage, observed notes),
-the rage silence policy, the owners' notice jobs, warmth after turns, the relations context
-source and the owner's commands (docs/persona.md)."""
+"""Plugging the bot's feelings and plans into the core: the persona stage (attacks, rage,
+observed notes), the rage silence policy, the owners' notice jobs, warmth after turns, the
+relations context source, the intent listeners (mood, promises, the model's judgment of
+attacks), the private follow-up and promise jobs (turns of the bot's own) and the owner's
+commands (docs/persona.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
@@ -20,7 +22,8 @@ from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.silence import SilenceStage
 from pallas.product.conversation.stages import StageList
 from pallas.product.conversation.turns.observers import TurnObservers
-from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.conversation.turns.proactive import ProactiveTurns
+from pallas.product.llm.agent.reply_forms import IntentListener
 from pallas.product.llm.assembler.context import ContextSource, Persona, PersonaSource
 from pallas.product.persona.commands import (
     BlacklistCommand,
@@ -28,16 +31,35 @@ from pallas.product.persona.commands import (
     LiftCommand,
     NoteCommand,
     PersonaCommand,
+    PromiseCommand,
 )
-from pallas.product.persona.config import RageConfig
+from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
+from pallas.product.persona.follow_up import (
+    FOLLOW_UP_KIND,
+    FollowUpArm,
+    FollowUpDeps,
+    run_follow_up,
+)
 from pallas.product.persona.notify import CHECK_KIND, NotifyDeps, check_notice, notify_owners
+from pallas.product.persona.offence import OffenceLines, OffenceListener
 from pallas.product.persona.own_voice import (
     FINGERPRINT,
     FINGERPRINT_KIND,
-    MoodForm,
+    MoodListener,
     OwnVoice,
+    StateLines,
     VoiceHabits,
     learn_fingerprint,
+)
+from pallas.product.persona.promises import (
+    DUE_KIND,
+    EXPIRE,
+    EXPIRE_KIND,
+    PromiseDeps,
+    PromiseLines,
+    PromiseListener,
+    expire_promises,
+    run_promise_due,
 )
 from pallas.product.persona.relations import RelationsSource, Warmth
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
@@ -45,6 +67,7 @@ from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.ledger import LedgerWriter
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
+from pallas.store.plans import PromiseStore
 
 
 @dataclass
@@ -71,18 +94,34 @@ class PersonaHost:
     voice: BotVoiceStore
     seed: Persona
     personas: list[PersonaSource]
-    reply_forms: list[ReplyForm]
+    listeners: list[IntentListener]
+    proactive: ProactiveTurns
+    promises: PromiseStore
 
 
-def install_persona(host: PersonaHost, config: RageConfig) -> None:
-    _own_voice(host)
+@dataclass(frozen=True)
+class PersonaConfigs:
+    rage: RageConfig = field(default_factory=RageConfig)
+    follow_up: FollowUpConfig = field(default_factory=FollowUpConfig)
+    promises: PromiseConfig = field(default_factory=PromiseConfig)
+
+
+def install_persona(host: PersonaHost, configs: PersonaConfigs) -> None:
+    more: list[StateLines] = [PromiseLines(_promise_deps(host, configs.promises))]
     host.sources.append(RelationsSource(host.store))
     host.observers.register(Warmth(host.engine, host.store, host.clock))
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
         host.commands.register(command(host.engine, host.store, host.clock))
     host.silence.add(RageSilence(host.store))  # lifting still works with rage switched off
-    if not config.enabled:
-        return
+    _promises(host, configs.promises)
+    _follow_up(host, configs.follow_up)
+    if configs.rage.enabled:
+        more += _rage(host, configs.rage)
+    _own_voice(host, more)
+
+
+def _rage(host: PersonaHost, config: RageConfig) -> list[StateLines]:
+    """Attacks noticed: the persona stage, the owners' notice; the model's judgment too."""
     _notices(host, config)
     watch = WatchDeps(
         engine=host.engine,
@@ -95,17 +134,58 @@ def install_persona(host: PersonaHost, config: RageConfig) -> None:
         policy=config.policy(),
     )
     host.stages.register(PersonaWatch(watch))
+    if not config.model_judgement:
+        return []
+    host.listeners.append(OffenceListener(watch))
+    return [OffenceLines(frozenset(host.owners))]
 
 
-def _own_voice(host: PersonaHost) -> None:
-    host.personas.append(OwnVoice(host.voice, host.seed, host.clock, random.Random))
+def _own_voice(host: PersonaHost, more: list[StateLines]) -> None:
+    host.personas.append(OwnVoice(host.voice, host.seed, host.clock, random.Random, more))
     host.sources.append(VoiceHabits(host.voice))
     learn = partial(learn_fingerprint, engine=host.engine, store=host.voice, clock=host.clock)
     host.jobs.handle(FINGERPRINT_KIND, learn)
     host.jobs.every(FINGERPRINT)
-    host.reply_forms.insert(0, MoodForm(host.voice))  # before the forms that change the reply
+    host.listeners.append(MoodListener(host.voice))
     seed = StoredPersona(host.seed.name, host.seed.description, host.seed.style)
     host.commands.register(PersonaCommand(host.voice, seed, host.clock))
+
+
+def _promise_deps(host: PersonaHost, config: PromiseConfig) -> PromiseDeps:
+    return PromiseDeps(
+        store=host.promises,
+        jobs=host.jobs,
+        ledger=host.ledger,
+        proactive=host.proactive,
+        owners=frozenset(host.owners),
+        config=config,
+        clock=host.clock,
+    )
+
+
+def _promises(host: PersonaHost, config: PromiseConfig) -> None:
+    deps = _promise_deps(host, config)
+    host.listeners.append(PromiseListener(deps))  # refuses every promise when switched off
+    host.jobs.handle(DUE_KIND, partial(run_promise_due, deps=deps))
+    host.jobs.handle(EXPIRE_KIND, partial(expire_promises, deps=deps))
+    host.jobs.every(EXPIRE)
+    host.commands.register(PromiseCommand(host.promises, host.clock))
+
+
+def _follow_up(host: PersonaHost, config: FollowUpConfig) -> None:
+    deps = FollowUpDeps(
+        engine=host.engine,
+        jobs=host.jobs,
+        ledger=host.ledger,
+        proactive=host.proactive,
+        config=config,
+        clock=host.clock,
+        rng=random.Random,
+    )
+    if config.enabled:
+        host.observers.register(FollowUpArm(deps))
+    # Handled even when switched off: chances armed before a restart end as `disabled`.
+    host.jobs.handle(FOLLOW_UP_KIND, partial(run_follow_up, deps=deps))
 
 
 def _notices(host: PersonaHost, config: RageConfig) -> None:

@@ -1,6 +1,6 @@
 """The bot's own voice in each turn: the account's stored persona, plus one line of how it is
 right now (mood, the hour's routine, the session's tone, a private chat's "long time no see"
-hint once), all from fixed vocabularies, never from what anyone wrote. The mood form takes a
+hint once), all from fixed vocabularies, never from what anyone wrote. The mood listener takes a
 reply's mood markers as mood events; the nightly fingerprint job learns the habits of its
 replies that landed, shown as data (`VoiceHabits`).
 """
@@ -8,8 +8,9 @@ replies that landed, shown as data (`VoiceHabits`).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,7 +18,7 @@ from pallas.core.inbound import StreamKind
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.output import IntentKind
-from pallas.product.llm.agent.reply_forms import FormContext, ReplyShape
+from pallas.product.llm.agent.reply_forms import FormContext
 from pallas.product.llm.assembler.context import ContextBlock, Persona
 from pallas.product.persona.fingerprint import SentReply, fingerprint
 from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
@@ -33,6 +34,12 @@ from pallas.store.bot_voice import (
 from pallas.store.jobs import ClaimedJob
 
 
+class StateLines(Protocol):
+    """More of how the bot is in this turn: its promises, how to say it was attacked."""
+
+    async def lines(self, turn: Turn) -> list[str]: ...
+
+
 class OwnVoice:
     """The persona a turn speaks in (the assembler asks once per turn)."""
 
@@ -42,17 +49,21 @@ class OwnVoice:
         seed: Persona,
         clock: Callable[[], datetime],
         rng: Callable[[], random.Random],
+        more: Sequence[StateLines] = (),
     ) -> None:
         self._store = store
         self._seed = StoredPersona(seed.name, seed.description, seed.style)
         self._clock = clock
         self._rng = rng
+        self._more = more
 
     async def persona(self, turn: Turn) -> Persona:
         now = self._clock()
         stored = await self._store.persona(turn.stream.self_id, self._seed, now)
         parts = [await self._mood(turn, now), routine_line(now, asked_what_doing(turn.text))]
         parts += await self._session(turn, now)
+        for more in self._more:
+            parts += await more.lines(turn)
         state = "；".join(part for part in parts if part)
         return Persona(stored.name or self._seed.name, stored.description, stored.style, state)
 
@@ -61,6 +72,9 @@ class OwnVoice:
         return mood_line(settled(valence, since, now)) if since else ""
 
     async def _session(self, turn: Turn, now: datetime) -> list[str]:
+        if not turn.messages:  # the bot's own turn: the session goes on as it is
+            stored = await self._store.session(turn.stream_id)
+            return [f"这段聊天里你{stored.tone}"] if stored else []
         first = min(m.message_id for m in turn.messages)
         last_seen = await self._store.last_seen_before(turn.stream_id, first)
         stored = await self._store.session(turn.stream_id)
@@ -76,25 +90,24 @@ class OwnVoice:
         return [f"这段聊天里你{session.tone}", session.resumption]
 
 
-class MoodForm:
-    """A reply form that changes nothing sent: the reply's mood markers move the mood."""
+class MoodListener:
+    """Hears a reply's mood markers as mood events (a group's weigh less)."""
 
     name = "mood"
 
     def __init__(self, store: BotVoiceStore) -> None:
         self._store = store
 
-    async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
+    async def heard(self, context: FormContext) -> None:
         words = [i.value for i in context.intents if i.kind is IntentKind.MOOD and i.value]
         if not words:
-            return reply
+            return
         self_id = context.turn.stream.self_id
         valence, since = await self._store.mood(self_id)
         group = context.turn.stream.kind is StreamKind.GROUP
         weight = GROUP_WEIGHT if group else 1.0
         now = context.now
         await self._store.set_mood(self_id, moved(valence, since or now, now, words, weight), now)
-        return reply
 
 
 FINGERPRINT_KIND = "persona.fingerprint"

@@ -85,53 +85,7 @@ class PersonaWatch:
         await deps.store.set_favorability(
             self_id, person, cooled(score, attack.favor_loss), warmed_on, now
         )
-        return await self._rage(stored, attack, now)
-
-    async def _rage(self, stored: StoredMessage, attack: Attack, now: datetime) -> RageOutcome:
-        deps = self._deps
-        stream_id, person = stored.stream_id, stored.sender_person_id
-        row = await deps.store.rage(stream_id, person)
-        reading = RageReading(row.pressure, row.updated_at) if row else None
-        since = now - deps.policy.escalate_within
-        earlier = await deps.store.silences_since(stream_id, person, since)
-        step = step_rage(reading, attack.rage, earlier, now, deps.policy)
-        blacklisted = step.outcome is RageOutcome.BLACKLISTED
-        reason = f"两次静默不到{int(deps.policy.escalate_within.total_seconds() // 3600)}小时"
-        await deps.store.write_rage(
-            RageWrite(stream_id, person, step.pressure, step.silenced_until,
-                      reason if blacklisted else ""),
-            now,
-        )  # fmt: skip
-        payload = {
-            "attack": attack.kind.value,
-            "evidence": attack.evidence,
-            "pressure": round(step.pressure, 2),
-            "outcome": step.outcome.value,
-        }
-        deps.ledger.record(
-            LedgerEvent(EventKind.ATTACK_NOTED, stream_id, step.outcome.value,
-                        person_id=person, message_id=stored.message_id, payload=payload)
-        )  # fmt: skip
-        if blacklisted:
-            await self._notify(stored)
-        return step.outcome
-
-    async def _notify(self, stored: StoredMessage) -> None:
-        msg = stored.message
-        group = msg.stream.kind is StreamKind.GROUP
-        payload = {
-            "stream_id": stored.stream_id,
-            "platform": msg.stream.platform,
-            "self_id": msg.stream.self_id,
-            "group": msg.stream.external_id if group else PRIVATE_CHAT,
-            "user_id": msg.sender.user_id,
-            "name": msg.sender.display_name,
-        }
-        key = f"{NOTIFY_KIND}:{stored.stream_id}:{stored.message_id}"
-        try:
-            await self._deps.jobs.enqueue(NOTIFY_KIND, payload, key=key)
-        except Exception as exc:  # the blacklist stands; only the owners' notice is lost
-            logger.error("persona: owners not told of a blacklisting: {!r}", exc)
+        return await angered(stored, attack, now, deps)
 
     async def _at_bot(self, stored: StoredMessage, words: str) -> bool:
         msg = stored.message
@@ -153,6 +107,57 @@ class PersonaWatch:
         self_id, now = stored.message.stream.self_id, self._deps.clock()
         for note in notes:
             await self._deps.store.add_note(self_id, stored.sender_person_id, note, "observed", now)
+
+
+async def angered(
+    stored: StoredMessage, attack: Attack, now: datetime, deps: WatchDeps
+) -> RageOutcome:
+    """Rage after `attack` in `stored` (the lexicon's or the model's): pressure, a silence past
+    the threshold, the blacklist and the owners' notice on the second within the window."""
+    stream_id, person = stored.stream_id, stored.sender_person_id
+    row = await deps.store.rage(stream_id, person)
+    reading = RageReading(row.pressure, row.updated_at) if row else None
+    since = now - deps.policy.escalate_within
+    earlier = await deps.store.silences_since(stream_id, person, since)
+    step = step_rage(reading, attack.rage, earlier, now, deps.policy)
+    blacklisted = step.outcome is RageOutcome.BLACKLISTED
+    reason = f"两次静默不到{int(deps.policy.escalate_within.total_seconds() // 3600)}小时"
+    await deps.store.write_rage(
+        RageWrite(stream_id, person, step.pressure, step.silenced_until,
+                  reason if blacklisted else ""),
+        now,
+    )  # fmt: skip
+    payload = {
+        "attack": attack.kind.value,
+        "evidence": attack.evidence,
+        "pressure": round(step.pressure, 2),
+        "outcome": step.outcome.value,
+    }
+    deps.ledger.record(
+        LedgerEvent(EventKind.ATTACK_NOTED, stream_id, step.outcome.value,
+                    person_id=person, message_id=stored.message_id, payload=payload)
+    )  # fmt: skip
+    if blacklisted:
+        await _notify(stored, deps)
+    return step.outcome
+
+
+async def _notify(stored: StoredMessage, deps: WatchDeps) -> None:
+    msg = stored.message
+    group = msg.stream.kind is StreamKind.GROUP
+    payload = {
+        "stream_id": stored.stream_id,
+        "platform": msg.stream.platform,
+        "self_id": msg.stream.self_id,
+        "group": msg.stream.external_id if group else PRIVATE_CHAT,
+        "user_id": msg.sender.user_id,
+        "name": msg.sender.display_name,
+    }
+    key = f"{NOTIFY_KIND}:{stored.stream_id}:{stored.message_id}"
+    try:
+        await deps.jobs.enqueue(NOTIFY_KIND, payload, key=key)
+    except Exception as exc:  # the blacklist stands; only the owners' notice is lost
+        logger.error("persona: owners not told of a blacklisting: {!r}", exc)
 
 
 class RageSilence:

@@ -24,8 +24,8 @@ def attack(
 
 
 def test_the_weights() -> None:
-    assert RAGE_WEIGHT == {AttackKind.INSULT: 4.0, AttackKind.PUT_DOWN: 2.0}
-    assert FAVOR_LOSS == {AttackKind.INSULT: 8.0, AttackKind.PUT_DOWN: 3.0}
+    assert RAGE_WEIGHT == {AttackKind.INSULT: 4.0, AttackKind.PUT_DOWN: 2.0, AttackKind.JUDGED: 2.0}
+    assert FAVOR_LOSS == {AttackKind.INSULT: 8.0, AttackKind.PUT_DOWN: 3.0, AttackKind.JUDGED: 3.0}
 
 
 @pytest.mark.parametrize("words", ["你是傻逼", "傻逼", "你 是 傻 逼", "你是SB", "你才是傻逼吧"])

@@ -40,6 +40,8 @@ class Reason(StrEnum):
     ATTENTION = "attention"
     AMBIENT = "ambient"
     ATTENTION_FILTERED = "attention_filtered"
+    # Not a rule of the gate: a turn the bot started itself (turns/proactive.py).
+    PROACTIVE = "proactive"
 
 
 class Signal(StrEnum):

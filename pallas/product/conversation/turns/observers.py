@@ -34,6 +34,7 @@ class TurnEnded:
     message_ids: tuple[int, ...]
     ending: TurnEnding
     at: datetime
+    occasion: str = ""  # a proactive turn's reason (turns/proactive.py); empty for replies
 
 
 class TurnObserver(Protocol):

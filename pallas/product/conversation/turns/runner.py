@@ -171,8 +171,9 @@ async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> T
 
 def _tell_observers(turn: Turn, ending: TurnEnding, deps: RunnerDeps) -> None:
     ids = tuple(m.message_id for m in turn.messages)
+    occasion = turn.occasion.reason if turn.occasion else ""
     deps.observers.notify(
-        TurnEnded(turn.turn_id, turn.stream_id, turn.stream, ids, ending, deps.clock())
+        TurnEnded(turn.turn_id, turn.stream_id, turn.stream, ids, ending, deps.clock(), occasion)
     )
 
 
@@ -191,7 +192,11 @@ async def _after(
         deps.ledger.record(
             LedgerEvent(EventKind.TURN_WAITING, turn.stream_id, turn_id=turn.turn_id)
         )
-    elif decision is TurnDecision.SILENT and turn.stream.kind is StreamKind.GROUP:
+    elif (
+        decision is TurnDecision.SILENT
+        and turn.stream.kind is StreamKind.GROUP
+        and not turn.proactive  # passing on its own idea is not declining anyone
+    ):
         activity.follow_up_declined = True
         deps.ledger.record(SetFollowUpDeclined(turn.stream_id, True))
 

@@ -31,6 +31,15 @@ class Admitted:
 
 
 @dataclass(frozen=True)
+class Occasion:
+    """Why the bot speaks on its own in a turn no message started (turns/proactive.py)."""
+
+    reason: str  # stable snake_case, audited: private_follow_up, promise_due
+    hint: str  # code-made words telling the model why it may speak now (trusted)
+    key: str = ""  # what the turn is for (a job's key), for the trail
+
+
+@dataclass(frozen=True)
 class Turn:
     turn_id: int
     stream_id: int
@@ -43,6 +52,12 @@ class Turn:
     timeline_size: int
     may_wait: bool
     watermark: int  # the newest message id of the batch: later rows are not "before" it
+    # Set when the bot starts the turn itself: no message in the batch, nobody must be answered.
+    occasion: Occasion | None = None
+
+    @property
+    def proactive(self) -> bool:
+        return self.occasion is not None
 
 
 class TurnDecision(StrEnum):

@@ -41,11 +41,15 @@ class FrameInputs:
     forced: bool
     may_wait: bool
     capabilities: frozenset[Capability]
+    proactive: bool = False  # the bot started the turn: nobody is waiting for an answer
 
 
 def available_actions(inputs: FrameInputs) -> frozenset[Action]:
-    """Private, direct and forced turns must answer; a group deliberation may also stay out."""
+    """Private, direct and forced turns must answer; a group deliberation may also stay out;
+    a turn of the bot's own may speak or not, and has no message to react to or wait on."""
     actions = {Action.REPLY}
+    if inputs.proactive:
+        return frozenset({Action.REPLY, Action.SILENT})
     if inputs.kind is StreamKind.PRIVATE or inputs.forced:
         return frozenset(actions)
     actions.add(Action.SILENT)

@@ -11,7 +11,7 @@ from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
-from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import (
     AssemblyDeps,
     ContextSource,
@@ -67,6 +67,7 @@ def build_agent_handler(
     preparers: Sequence[TurnPreparer] = (),
     forms: Sequence[ReplyForm] = (),
     personas: Sequence[PersonaSource] = (),
+    listeners: Sequence[IntentListener] = (),
 ) -> AgentTurnHandler:
     persona = seed_persona(config, nicknames)
     plan = plan_for(models, config)
@@ -98,5 +99,6 @@ def build_agent_handler(
             bot_names=(persona.name, *nicknames),
             superusers=superusers,
             forms=forms,
+            listeners=listeners,
         )
     )

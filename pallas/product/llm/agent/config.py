@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pallas.config import ConfigError
 from pallas.product.media.config import MediaConfig
 from pallas.product.memory.config import MemoryConfig
-from pallas.product.persona.config import RageConfig
+from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
 
 DEFAULT_AGENT_FILE = Path("config/agent.yml")
 
@@ -52,6 +52,8 @@ class AgentConfig(BaseModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     rage: RageConfig = Field(default_factory=RageConfig)
+    follow_up: FollowUpConfig = Field(default_factory=FollowUpConfig)
+    promises: PromiseConfig = Field(default_factory=PromiseConfig)
 
 
 def load_agent_config(path: Path | None = None) -> AgentConfig:

@@ -36,7 +36,15 @@ from pallas.product.llm.agent.actions import (
 )
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
-from pallas.product.llm.agent.reply_forms import FormContext, ReplyForm, ReplyShape, apply_forms
+from pallas.product.llm.agent.output import Intent, take_intents
+from pallas.product.llm.agent.reply_forms import (
+    FormContext,
+    IntentListener,
+    ReplyForm,
+    ReplyShape,
+    apply_forms,
+    tell_listeners,
+)
 from pallas.product.llm.agent.toolbox import TurnToolbox
 from pallas.product.llm.assembler.context import (
     AssemblyDeps,
@@ -71,6 +79,8 @@ class AgentHandlerDeps:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     # How a reply goes out besides words (stickers, voice); features add theirs at load time.
     forms: Sequence[ReplyForm] = ()
+    # What acts on the model's declared intents (mood, promises, offence), reply or silence.
+    listeners: Sequence[IntentListener] = ()
 
 
 class AgentTurnHandler:
@@ -111,6 +121,7 @@ class AgentTurnHandler:
     ) -> TurnDecision:
         decision = outcome.decision
         if isinstance(decision, SilentDecision):
+            await self._hear(turn, take_intents(decision.reason)[1], {})
             return TurnDecision.SILENT
         if isinstance(decision, WaitDecision):
             return TurnDecision.WAIT
@@ -130,8 +141,7 @@ class AgentTurnHandler:
         choices: Mapping[str, Any],
     ) -> None:
         intents = decision.reply.intents
-        for intent in intents:
-            self._event(turn, EventKind.REPLY_INTENT, intent.kind.value, {"value": intent.value})
+        await self._hear(turn, intents, choices)
         target = answered_line(prepared, decision.target)
         newest = await newest_message_id(self._deps.engine, turn.stream_id)
         quote = None
@@ -144,6 +154,15 @@ class AgentTurnHandler:
         if shape.empty:  # a sticker-only reply with no sticker to send: its words, then
             shape = ReplyShape(tuple(i.value for i in intents if i.value)[:1])
         await self._deliver(turn, shape, quote)
+
+    async def _hear(
+        self, turn: Turn, intents: Sequence[Intent], choices: Mapping[str, Any]
+    ) -> None:
+        for intent in intents:
+            self._event(turn, EventKind.REPLY_INTENT, intent.kind.value, {"value": intent.value})
+        if intents:
+            context = FormContext(turn, tuple(intents), choices, self._deps.clock())
+            await tell_listeners(self._deps.listeners, context)
 
     async def _deliver(self, turn: Turn, shape: ReplyShape, quote: str | None) -> None:
         if shape.empty:
@@ -227,6 +246,7 @@ def build_frame(
         forced=prepared.forced,
         may_wait=turn.may_wait,
         capabilities=capabilities,
+        proactive=turn.proactive,
     )
     batch = prepared.batch
     return DecisionFrame(

@@ -36,6 +36,8 @@ _DROPPED_INVISIBLE = str.maketrans("", "", "\u200b\u2060\ufeff")
 class IntentKind(StrEnum):
     STICKER = "sticker"  # the model wants a sticker expressing this emotion/meaning
     MOOD = "mood"  # the model declares its mood
+    PROMISE = "promise"  # the model promises to do something (kept only for owners)
+    OFFENCE = "offence"  # the model judges the batch an attack on it
 
 
 class RemovedKind(StrEnum):
@@ -82,9 +84,13 @@ _KINDS = {
     "emoji": IntentKind.STICKER,
     "心情": IntentKind.MOOD,
     "mood": IntentKind.MOOD,
+    "承诺": IntentKind.PROMISE,
+    "promise": IntentKind.PROMISE,
+    "冒犯": IntentKind.OFFENCE,
+    "offence": IntentKind.OFFENCE,
 }
-_BRACKET_KEYS = r"表情包|表情|贴纸|sticker|emoji|心情|mood"
-_TAG_KEYS = r"emoji|sticker|mood|表情|心情"
+_BRACKET_KEYS = r"表情包|表情|贴纸|sticker|emoji|心情|mood|承诺|promise|冒犯|offence"
+_TAG_KEYS = r"emoji|sticker|mood|promise|offence|表情|心情|承诺|冒犯"
 # A value never crosses a bracket, an angle bracket or a line: that keeps each attempt short
 # and lets the inner half of a nested marker match first.
 _VALUE = r"[^<>\[\]【】\n]*"
@@ -255,6 +261,11 @@ def _drop_think(text: str) -> str:
     # Some providers strip the opening tag: everything before a stray closer is reasoning.
     stray = _UP_TO_LAST_THINK_CLOSE.match(text)
     return text if stray is None else text[stray.end() :]
+
+
+def take_intents(text: str) -> tuple[str, tuple[Intent, ...]]:
+    """The intent markers in `text` (a silent decision's reason, say), and the text without."""
+    return _take_intents(text)
 
 
 def _take_intents(text: str) -> tuple[str, tuple[Intent, ...]]:

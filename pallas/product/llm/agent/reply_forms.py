@@ -1,7 +1,8 @@
 """The form a decided reply takes on its way out: words, a sticker, a voice.
 
-The agent decides what to say; forms decide how it goes out. Each form registered by a feature
-(stickers, voice) sees the reply as the forms before it left it and may change it: a short
+The agent decides what to say; forms decide how it goes out; listeners hear what the model
+declared beside its words (a reply's or a silence's intent markers). Each form registered by a
+feature (stickers, voice) sees the reply as the forms before it left it and may change it: a short
 attitude with a sticker intent becomes that sticker alone, words answering a voice become a
 voice. Forms run in registration order; one that fails is skipped with a log line, and the
 reply goes out as it was.
@@ -55,6 +56,25 @@ class ReplyForm(Protocol):
     name: str
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape: ...
+
+
+class IntentListener(Protocol):
+    """A feature that acts on what the model declared besides its words (a mood, a promise,
+    an offence taken), whatever it decided; it changes nothing that is sent."""
+
+    name: str
+
+    async def heard(self, context: FormContext) -> None: ...
+
+
+async def tell_listeners(listeners: Sequence[IntentListener], context: FormContext) -> None:
+    for listener in listeners:
+        try:
+            await listener.heard(context)
+        except Exception as exc:  # a broken listener must not cost the turn
+            logger.opt(exception=exc).error(
+                "turn {}: intent listener {} failed", context.turn.turn_id, listener.name
+            )
 
 
 async def apply_forms(

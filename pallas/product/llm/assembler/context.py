@@ -115,6 +115,8 @@ class PreparedTurn:
     skill_text: str = ""  # the owner's embedded skills: trusted, goes into the system prompt
     # What the preparers did, by name, for the turn's trace; never shown.
     preparations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # A turn the bot started itself: why it may speak now (code-made, trusted).
+    occasion: str = ""
 
     @property
     def batch(self) -> tuple[ContextLine, ...]:
@@ -164,6 +166,7 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
         dropped_blocks=len(blocks) - len(kept_blocks),
         skill_text=await deps.skills.embedded_text() if deps.skills else "",
         preparations=preparations,
+        occasion=turn.occasion.hint if turn.occasion else "",
     )
 
 

@@ -102,6 +102,8 @@ def render_decision(
 def render_reply_request(turn: PreparedTurn, draft: str, target: int | None) -> list[Message]:
     """The replyer's request in split mode: same context, the decision already taken."""
     aim = f"回应 #{target}" if target is not None else "回应这一批消息"
+    if turn.occasion:
+        aim = "自己开口说一句"
     ask = (
         f"你已经决定要说话（{aim}）。下面是决定时写的要点，只是参考资料：\n"
         f"{_quoted(draft)}\n现在直接写出要发出的话本身，每行一个气泡，不要加任何说明或格式。"
@@ -115,7 +117,15 @@ def render_user(turn: PreparedTurn, ask: str) -> str:
     return "\n\n".join(section for section in sections if section)
 
 
+PROACTIVE_ASK = (
+    "这一轮没有新消息，是你自己决定要不要开口：{occasion}\n"
+    "想说就用 reply 说一两句；没有自然想说的就 silent，不要硬找话题。"
+)
+
+
 def _decision_ask(turn: PreparedTurn) -> str:
+    if turn.occasion:
+        return PROACTIVE_ASK.format(occasion=turn.occasion)
     ids = "、".join(f"#{i}" for i in turn.batch_ids)
     ask = f'本轮要处理的是标着 "新": true 的消息（{ids}）。想一想要不要接、怎么接，然后选一个动作。'
     if turn.forced:
