@@ -53,6 +53,7 @@ from pallas.product.llm.assembler.context import ContextSource, PersonaSource, T
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import MediaHost
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
+from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
 from pallas.providers.call_log import CallLog
@@ -165,6 +166,8 @@ class Runtime:
     persona_sources: list[PersonaSource] = field(default_factory=list)
     # What acts on the model's declared intents, reply or silence (mood, promises, offence).
     intent_listeners: list[IntentListener] = field(default_factory=list)
+    # Features' tools in memory's extraction call (persona: relation notes).
+    extraction_tools: list[ExtractionTool] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -313,6 +316,7 @@ class Runtime:
             registry=self.tools.book.registry,
             clock=self.runner.clock,
             superusers=frozenset(self.settings.superusers),
+            extraction_tools=self.extraction_tools,
         )
 
     def media_host(self, client: httpx.AsyncClient) -> MediaHost:
@@ -361,6 +365,7 @@ class Runtime:
             listeners=self.intent_listeners,
             proactive=self.proactive,
             promises=self.promises,
+            extraction_tools=self.extraction_tools,
         )
 
     @property

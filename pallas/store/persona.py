@@ -33,7 +33,8 @@ from pallas.store.sql import upsert
 Who = tuple[int, int]  # (stream_id, person_id)
 BLACKLISTED = "blacklisted"
 SILENCED = "rage"
-MAX_NOTES = 8  # active notes per person: the oldest observed ones make room
+MAX_NOTES = 8  # active notes per person: the oldest observed or extracted ones make room
+OWNER = "owner"  # a note's source: an owner taught it (never displaced)
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,7 @@ class PersonaStore:
             )
             if same:
                 return False
-            if source == "observed" and await _owner_notes(conn, self_id, person_id) >= MAX_NOTES:
+            if source != OWNER and await _owner_notes(conn, self_id, person_id) >= MAX_NOTES:
                 return False  # the owner's notes fill every place: an observation waits
             await conn.execute(
                 RelationNote.__table__.insert().values(
@@ -303,7 +304,7 @@ async def _owner_notes(conn: AsyncConnection, self_id: str, person_id: int) -> i
             RelationNote.self_id == self_id,
             RelationNote.person_id == person_id,
             RelationNote.active.is_(True),
-            RelationNote.source == "owner",
+            RelationNote.source == OWNER,
         )
     )
     return int(count or 0)
@@ -317,7 +318,7 @@ async def _make_room(conn: AsyncConnection, self_id: str, person_id: int) -> Non
                 RelationNote.self_id == self_id,
                 RelationNote.person_id == person_id,
                 RelationNote.active.is_(True),
-                RelationNote.source == "observed",
+                RelationNote.source != OWNER,  # observed or extracted: theirs make room
             )
             .order_by(RelationNote.id.desc())
         )

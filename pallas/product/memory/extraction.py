@@ -28,6 +28,7 @@ from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
+from pallas.product.memory.extraction_tools import ExtractionTool, take_calls, tool_named
 from pallas.product.memory.guard import Teaching, judge_teaching
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
@@ -80,6 +81,9 @@ class ExtractionDeps:
     clock: Callable[[], datetime]
     superusers: frozenset[str] = frozenset()
     embedder: Embedder | None = None
+    # Features' tools offered beside memory.remember (read on every run: features add theirs
+    # at load time).
+    tools: Sequence[ExtractionTool] = ()
 
 
 # -- the observer ---------------------------------------------------------------------------
@@ -138,22 +142,28 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         return
     known = await _known(deps.store, stream_id, candidates)
     result = await deps.models.chat(
-        extraction_request(candidates, known),
+        extraction_request(candidates, known, deps.tools),
         tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
         model_type=model_type,
     )
-    proposals = parse_proposals(result.tool_calls)
+    theirs = [c for c in result.tool_calls if tool_named(deps.tools, c.name) is not None]
+    features = await take_calls(deps.tools, theirs, candidates, stream_id, now)
+    mine = [c for c in result.tool_calls if c not in theirs]
+    proposals = parse_proposals(mine)
     accepted = await _judge(proposals, candidates, stream_id, job.id, deps, now)
     written = await deps.store.remember(
         accepted, now, actor=f"job:{job.id}", cursor=(stream_id, newest)
     )
     logger.info(
-        "memory: chat {}: {} candidate line(s), {} proposal(s), {} kept ({} merged)",
+        "memory: chat {}: {} candidate line(s), {} proposal(s), {} kept ({} merged), "
+        "{} of {} feature call(s) kept",
         stream_id,
         len(candidates),
         len(proposals),
         len(written),
         sum(w.merged for w in written),
+        features,
+        len(theirs),
     )
     if deps.embedder is not None and written:
         await deps.embedder.embed_entries([w.entry_id for w in written])
@@ -209,7 +219,11 @@ def remember_tool() -> dict[str, Any]:
     }
 
 
-def extraction_request(lines: Sequence[WindowLine], known: Mapping[str, list[str]]) -> ChatRequest:
+def extraction_request(
+    lines: Sequence[WindowLine],
+    known: Mapping[str, list[str]],
+    extra: Sequence[ExtractionTool] = (),
+) -> ChatRequest:
     shown = [
         {
             "message_id": line.message_id,
@@ -220,12 +234,13 @@ def extraction_request(lines: Sequence[WindowLine], known: Mapping[str, list[str
         for line in lines
     ]
     payload = {"messages": shown, "already_known": known}
+    system = "\n".join([SYSTEM_PROMPT, *(tool.instruction for tool in extra)])
     return ChatRequest(
         messages=[
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": system},
             {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
         ],
-        tools=[remember_tool()],
+        tools=[remember_tool(), *(tool.spec() for tool in extra)],
         tool_choice="auto",
         temperature=0.0,
     )

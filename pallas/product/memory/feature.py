@@ -4,7 +4,7 @@ decay, the recall sources and the memory tools (docs/memory.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
@@ -25,6 +25,7 @@ from pallas.product.memory.extraction import (
     extraction_model_type,
     run_extraction,
 )
+from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.tools import memory_tools
 from pallas.providers.manager import ModelManager
@@ -46,6 +47,8 @@ class MemoryHost:
     registry: ToolRegistry
     clock: Callable[[], datetime]
     superusers: frozenset[str] = frozenset()
+    # Features' tools in the extraction call (persona's relation notes); a shared list.
+    extraction_tools: list[ExtractionTool] = field(default_factory=list)
 
 
 def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
@@ -58,6 +61,7 @@ def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
         clock=host.clock,
         superusers=host.superusers,
         embedder=embedder,
+        tools=host.extraction_tools,
     )
     host.jobs.handle(
         EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S

@@ -111,7 +111,7 @@ class NoteCommand(_PersonaCommand):
         return "记下了。" if added else "这条已经记着了。"
 
 
-_SOURCES = {"owner": "你教的", "observed": "TA自己说的"}
+_SOURCES = {"owner": "你教的", "observed": "TA自己说的", "extracted": "从TA的话里记下的"}
 
 
 _PERSONA_FIELDS = {"名字": ("name", 20), "描述": ("description", 300), "风格": ("style", 300)}

@@ -25,6 +25,7 @@ from pallas.product.conversation.turns.observers import TurnObservers
 from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.llm.agent.reply_forms import IntentListener
 from pallas.product.llm.assembler.context import ContextSource, Persona, PersonaSource
+from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.persona.commands import (
     BlacklistCommand,
     FavorCommand,
@@ -34,6 +35,7 @@ from pallas.product.persona.commands import (
     PromiseCommand,
 )
 from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
+from pallas.product.persona.extracted_notes import RelationNoteTool
 from pallas.product.persona.follow_up import (
     FOLLOW_UP_KIND,
     FollowUpArm,
@@ -97,6 +99,7 @@ class PersonaHost:
     listeners: list[IntentListener]
     proactive: ProactiveTurns
     promises: PromiseStore
+    extraction_tools: list[ExtractionTool]
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class PersonaConfigs:
 def install_persona(host: PersonaHost, configs: PersonaConfigs) -> None:
     more: list[StateLines] = [PromiseLines(_promise_deps(host, configs.promises))]
     host.sources.append(RelationsSource(host.store))
+    host.extraction_tools.append(RelationNoteTool(host.engine, host.store))
     host.observers.register(Warmth(host.engine, host.store, host.clock))
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
         host.commands.register(command(host.engine, host.store, host.clock))

@@ -1,0 +1,51 @@
+"""Tools features add to the extraction call (persona: relation notes), beside
+`memory.remember`. The call runs anyway after a turn; a feature's tool costs a few tokens of
+schema, never a call of its own. Each tool judges its own calls by deterministic rules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from loguru import logger
+
+from pallas.product.llm.tools.registry import to_wire
+from pallas.providers.results import ToolCall
+from pallas.store.conversation import WindowLine
+
+
+class ExtractionTool(Protocol):
+    name: str  # dotted, as everywhere (the wire name replaces "." with "__")
+    instruction: str  # one line for the extraction call's system prompt
+
+    def spec(self) -> dict[str, Any]: ...
+
+    async def take(
+        self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime
+    ) -> bool:
+        """Keep what the call proposes if the rules allow it; whether it was kept."""
+
+
+def tool_named(tools: Sequence[ExtractionTool], name: str) -> ExtractionTool | None:
+    return next((t for t in tools if name in (t.name, to_wire(t.name))), None)
+
+
+async def take_calls(
+    tools: Sequence[ExtractionTool],
+    calls: Sequence[ToolCall],
+    lines: Sequence[WindowLine],
+    stream_id: int,
+    now: datetime,
+) -> int:
+    """Hand each call to the feature tool it names; how many were kept."""
+    kept = 0
+    for call in calls:
+        tool = tool_named(tools, call.name)
+        if tool is None:
+            continue
+        try:
+            kept += await tool.take(call, lines, stream_id, now)
+        except Exception as exc:  # one feature's failure must not cost memory its run
+            logger.opt(exception=exc).error("extraction tool {} failed", tool.name)
+    return kept
