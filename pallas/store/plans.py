@@ -140,18 +140,23 @@ class PromiseStore:
 @dataclass(frozen=True)
 class SaidSince:
     theirs: int  # messages from others after the mark
-    bots: int  # the bot's own messages after the mark
+    bots: int  # replies the bot committed in later turns (or commands) of the chat
 
 
-async def said_since(engine: AsyncEngine, stream_id: int, after_message_id: int) -> SaidSince:
-    query = (
-        select(Message.from_bot, func.count())
-        .where(Message.stream_id == stream_id, Message.id > after_message_id)
-        .group_by(Message.from_bot)
+async def said_since(
+    engine: AsyncEngine, stream_id: int, after_message_id: int, after_turn_id: int
+) -> SaidSince:
+    """What was said in a chat after a turn: others' messages newer than the turn's batch,
+    the bot's replies of later turns (its own messages are stored only on their receipts, so
+    the turn's own reply may land after any message mark)."""
+    theirs = select(func.count()).where(
+        Message.stream_id == stream_id,
+        Message.id > after_message_id,
+        Message.from_bot.is_(False),
     )
+    bots = select(func.count()).where(Reply.turn_id > after_turn_id, Reply.stream_id == stream_id)
     async with engine.connect() as conn:
-        counts = {bool(from_bot): int(n) for from_bot, n in await conn.execute(query)}
-    return SaidSince(counts.get(False, 0), counts.get(True, 0))
+        return SaidSince(int(await conn.scalar(theirs) or 0), int(await conn.scalar(bots) or 0))
 
 
 async def turn_sent_words(engine: AsyncEngine, turn_id: int) -> bool:

@@ -162,3 +162,46 @@ async def test_a_profane_fact_is_refused(
     )  # fmt: skip
     assert len(entries(db)) == before
     assert "memory: refused from message" in bot.log_path.read_text(encoding="utf-8")
+
+
+def notes(db: TimelineDb) -> list[tuple[str, str]]:
+    rows = db.query("SELECT text, source FROM relation_note WHERE active ORDER BY id")
+    return [(row["text"], row["source"]) for row in rows]
+
+
+async def test_the_extraction_call_keeps_only_the_relation_notes_a_person_states(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db, group = TimelineDb(bot.db_path), 7804
+    model.script(MODEL, call("reply", text="好耶"))
+    stated = await say(napcat, "周末我一般都去打羽毛球，最爱这个", group=group)
+    mid = our_id(db, stated)
+    note = "relation__note"
+    model.script(
+        MODEL,
+        Reply(
+            "",
+            (
+                ToolCallSpec(note, json.dumps({"message_id": mid, "about_user_id": str(MING),
+                                               "text": "周末爱打羽毛球"}, ensure_ascii=False)),
+                # Inferred, about someone else, from a line not shown: each refused.
+                ToolCallSpec(note, json.dumps({"message_id": mid, "about_user_id": str(MING),
+                                               "text": "性格外向"}, ensure_ascii=False)),
+                ToolCallSpec(note, json.dumps({"message_id": mid, "about_user_id": "12345",
+                                               "text": "爱打羽毛球"}, ensure_ascii=False)),
+                ToolCallSpec(note, json.dumps({"message_id": mid + 999, "about_user_id": str(MING),
+                                               "text": "爱打羽毛球"}, ensure_ascii=False)),
+            ),
+        ),
+    )  # fmt: skip
+    await wait_for(
+        lambda: ("周末爱打羽毛球", "extracted") in notes(db), timeout=20, what="the note"
+    )
+    extraction = model.requests_for(MODEL)[-1].body
+    assert "relation.note" in extraction["messages"][0]["content"]
+    assert "relation__note" in [tool["function"]["name"] for tool in extraction["tools"]]
+    assert [text for text, source in notes(db) if source == "extracted"] == ["周末爱打羽毛球"]
+
+    model.script(MODEL, call("reply", text="羽毛球呀"))
+    await say(napcat, "你还记得我周末干嘛吗", group=group)
+    assert "周末爱打羽毛球" in prompt(model)

@@ -41,6 +41,8 @@ class FollowUpConfig(BaseModel):
     # The chance comes at a random moment in this range after the reply (minutes).
     min_minutes: float = Field(default=20.0, gt=0, le=7 * 24 * 60)
     max_minutes: float = Field(default=60.0, gt=0, le=7 * 24 * 60)
+    # Also in the bot's sleeping hours (02:00-08:00 in its day, persona/routine.py).
+    at_night: bool = False
 
     @model_validator(mode="after")
     def _ordered(self) -> FollowUpConfig:
