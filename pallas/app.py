@@ -56,13 +56,15 @@ from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, p
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
+from pallas.product.settings.registry import SettingsRegistry
+from pallas.product.settings.sections import gate_section, persona_section
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
-from pallas.store.bot_voice import BotVoiceStore
+from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
@@ -150,6 +152,7 @@ class Runtime:
     persona: PersonaStore
     bot_voice: BotVoiceStore
     promises: PromiseStore
+    settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
     silence: SilenceStage
     # The SQLite write lock (a lock of their own for writers on PostgreSQL).
     write_lock: asyncio.Lock
@@ -194,6 +197,7 @@ class Runtime:
         jobs.handle(PRUNE_KIND, partial(prune_assets, store=asset_store, max_bytes=MAX_ASSET_BYTES))
         jobs.every(PRUNE)
         agent_config = load_agent_config()
+        voice = BotVoiceStore(engine, write_lock=lock)
         context_sources: list[ContextSource] = []
         preparers: list[TurnPreparer] = []
         reply_forms: list[ReplyForm] = []
@@ -297,7 +301,8 @@ class Runtime:
             intent_listeners=listeners,
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
-            bot_voice=BotVoiceStore(engine, write_lock=lock),
+            bot_voice=voice,
+            settings_registry=_registry(engine, policies, voice, agent_config, settings),
             promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
             write_lock=lock or asyncio.Lock(),
@@ -487,6 +492,21 @@ def _agent(
         skills=tools.skills,
         superusers=frozenset(settings.superusers),
     )
+
+
+def _registry(
+    engine: AsyncEngine,
+    policies: PolicyBook,
+    voice: BotVoiceStore,
+    config: AgentConfig,
+    settings: Settings,
+) -> SettingsRegistry:
+    registry = SettingsRegistry()
+    registry.register(gate_section(engine, policies))
+    persona = seed_persona(config, tuple(settings.nickname))
+    seed = StoredPersona(persona.name, persona.description, persona.style)
+    registry.register(persona_section(voice, seed, utc_now))
+    return registry
 
 
 def _announce_model_chat(catalog: Catalog) -> None:

@@ -1,4 +1,5 @@
-"""Console glue: mounts the /pallas/ HTTP API on NoneBot's FastAPI app."""
+"""Console glue: mounts the /pallas/ HTTP API (and, below it, the web pages) on NoneBot's
+FastAPI app (docs/console.md)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,20 @@ from fastapi import FastAPI
 from nonebot.plugin import PluginMetadata
 
 from packages._runtime import current_runtime
+from pallas.app import utc_now
+from pallas.console.api import ConsoleDeps, build_api, openapi_route
+from pallas.console.guard import Door, door_routes
 from pallas.console.health import HealthReport, health_report
+from pallas.console.pages import build_pages
 
 __plugin_meta__ = PluginMetadata(
     name="console",
-    description="HTTP API under /pallas/ (health for now).",
-    usage="GET /pallas/api/health",
+    description="The web console and its HTTP API under /pallas/.",
+    usage="GET /pallas/api/health; the console at /pallas/ (docs/console.md)",
 )
 
 app: FastAPI = nonebot.get_app()
+_runtime = current_runtime()
 
 
 @app.get("/pallas/api/health", response_model=HealthReport)
@@ -26,3 +32,23 @@ async def health() -> HealthReport:
         database=runtime.database_backend,
         model_chat=runtime.model_chat_enabled,
     )
+
+
+_door = Door(token_of=lambda: _runtime.console_token, clock=utc_now)
+_deps = ConsoleDeps(
+    engine=_runtime.engine,
+    door=_door,
+    registry=_runtime.settings_registry,
+    persona=_runtime.persona,
+    promises=_runtime.promises,
+    memory=_runtime.memory,
+    jobs=_runtime.jobs.store,
+    catalog=_runtime.models.catalog,
+    bots=lambda: nonebot.get_bots().keys(),
+    database=_runtime.database_backend,
+    clock=utc_now,
+)
+app.include_router(door_routes(_door))
+app.include_router(build_api(_deps))
+app.include_router(openapi_route(app, _door))
+app.include_router(build_pages(_deps))

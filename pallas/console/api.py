@@ -1,0 +1,215 @@
+"""The console's HTTP API under /pallas/api (docs/console.md). Every route needs the console
+token (guard.py); health, outside this router, does not.
+
+  GET  overview                          bots, today's counts and cost, activity by hour
+  GET  chats, chats/{id}/messages        the chats, a chat's lines (with the turn behind each)
+  GET  messages/{id}/explain, turns/{id}/trace      why it did (or did not) answer
+  GET  persons?q=, persons/{id}          what the bot keeps about someone
+  POST persons/{id}/lift, DELETE notes/{id}, POST memory/{id}/forget   corrections
+  GET  jobs, models, promises?self_id=   durable work, models and cost, promises
+  GET  settings, settings/{key}/{scope}; PUT settings/{key}/{scope}    the registry
+  GET  openapi.json                      this API, described
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.console.guard import Door, Visitor, visitor
+from pallas.console.overview import Overview, overview
+from pallas.core.inbound import StreamKind
+from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
+from pallas.providers.catalog import Catalog
+from pallas.store import console_reads
+from pallas.store.audit_trail import explain, trace
+from pallas.store.conversation import stream_key
+from pallas.store.jobs import JobStore
+from pallas.store.llm_usage import cost_report
+from pallas.store.memory import MemoryStore
+from pallas.store.persona import PersonaStore
+from pallas.store.plans import PromiseStore
+
+PAGE_LIMIT = 200
+
+
+@dataclass
+class ConsoleDeps:
+    engine: AsyncEngine
+    door: Door
+    registry: SettingsRegistry
+    persona: PersonaStore
+    promises: PromiseStore
+    memory: MemoryStore
+    jobs: JobStore
+    catalog: Catalog
+    bots: Callable[[], Iterable[str]]
+    database: str
+    clock: Callable[[], datetime]
+
+
+def build_api(deps: ConsoleDeps) -> APIRouter:
+    def guard(request: Request) -> Visitor:
+        return visitor(request, deps.door)
+
+    router = APIRouter(prefix="/pallas/api", dependencies=[Depends(guard)])
+    _reads(router, deps)
+    _people(router, deps)
+    _work(router, deps)
+    _settings(router, deps)
+    return router
+
+
+def _reads(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/overview", response_model=Overview, tags=["overview"])
+    async def get_overview() -> Overview:
+        return await overview(deps.engine, deps.bots(), deps.database, deps.clock())
+
+    @router.get("/chats", tags=["chats"])
+    async def get_chats() -> list[dict[str, Any]]:
+        return [asdict(row) for row in await console_reads.chats(deps.engine)]
+
+    @router.get("/chats/{stream_id}/messages", tags=["chats"])
+    async def get_lines(
+        stream_id: int,
+        before: int | None = None,
+        limit: int = Query(50, ge=1, le=PAGE_LIMIT),
+    ) -> list[dict[str, Any]]:
+        rows = await console_reads.chat_lines(deps.engine, stream_id, before, limit)
+        return [asdict(row) for row in rows]
+
+    @router.get("/messages/{message_id}/explain", tags=["chats"])
+    async def get_explain(message_id: int) -> dict[str, Any]:
+        path = await explain(deps.engine, message_id)
+        if path is None:
+            raise HTTPException(404, "没有这条消息")
+        return asdict(path)
+
+    @router.get("/turns/{turn_id}/trace", tags=["chats"])
+    async def get_trace(turn_id: int) -> dict[str, Any]:
+        found = await trace(deps.engine, turn_id)
+        if not found.events and not found.outbox:
+            raise HTTPException(404, "没有这一轮")
+        return asdict(found)
+
+
+def _people(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/persons", tags=["persons"])
+    async def get_persons(
+        q: str = Query("", max_length=64), limit: int = Query(50, ge=1, le=PAGE_LIMIT)
+    ) -> list[dict[str, Any]]:
+        return [asdict(row) for row in await console_reads.persons(deps.engine, q, limit)]
+
+    @router.get("/persons/{person_id}", tags=["persons"])
+    async def get_person(person_id: int) -> dict[str, Any]:
+        return await person_detail(deps, person_id)
+
+    @router.post("/persons/{person_id}/lift", tags=["persons"])
+    async def lift(person_id: int, stream_id: int = Query(...)) -> dict[str, bool]:
+        return {"lifted": await deps.persona.lift(stream_id, person_id, deps.clock())}
+
+    @router.delete("/notes/{note_id}", tags=["persons"])
+    async def drop_note(note_id: int) -> dict[str, bool]:
+        return {"dropped": await deps.persona.drop_note(note_id)}
+
+    @router.post("/memory/{entry_id}/forget", tags=["persons"])
+    async def forget(entry_id: int) -> dict[str, bool]:
+        record = await deps.memory.forget(entry_id, deps.clock(), actor="console")
+        return {"forgotten": record is not None}
+
+
+async def person_detail(deps: ConsoleDeps, person_id: int) -> dict[str, Any]:
+    found = await console_reads.person(deps.engine, person_id)
+    if found is None:
+        raise HTTPException(404, "没有这个人")
+    scores = await console_reads.favorability_of(deps.engine, person_id)
+    notes = []
+    for self_id in scores or dict.fromkeys(deps.bots(), 0.0):
+        kept = await deps.persona.notes(self_id, [person_id])
+        notes += [asdict(note) | {"self_id": self_id} for note in kept]
+    facts = await deps.memory.entries(person_id=person_id, limit=100)
+    return {
+        "person": asdict(found),
+        "favorability": scores,
+        "notes": notes,
+        "facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in facts],
+        "standings": [asdict(s) for s in await console_reads.standings(deps.engine, person_id)],
+    }
+
+
+def _work(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/jobs", tags=["jobs"])
+    async def get_jobs(limit: int = Query(50, ge=1, le=PAGE_LIMIT)) -> dict[str, Any]:
+        return {
+            "counts": await deps.jobs.counts(),
+            "recent": await console_reads.recent_jobs(deps.engine, limit),
+        }
+
+    @router.get("/models", tags=["models"])
+    async def get_models(days: int = Query(7, ge=1, le=90)) -> dict[str, Any]:
+        now = deps.clock()
+        report = await cost_report(deps.engine, now - timedelta(days=days), now)
+        models = [
+            {"name": m.name, "provider": m.provider, "types": sorted(t.value for t in m.types)}
+            for m in deps.catalog.models
+        ]
+        return {"models": models, "cost": asdict(report), "total_cost": report.total_cost}
+
+    @router.get("/promises", tags=["persons"])
+    async def get_promises(self_id: str = Query(..., max_length=64)) -> list[dict[str, Any]]:
+        return [asdict(p) for p in await deps.promises.of_account(self_id)]
+
+
+def _settings(router: APIRouter, deps: ConsoleDeps) -> None:
+    @router.get("/settings", tags=["settings"])
+    async def get_sections() -> list[dict[str, Any]]:
+        return [
+            {"key": s.key, "title": s.title, "scope": s.scope.value, "applies": s.applies}
+            for s in deps.registry.sections()
+        ]
+
+    @router.get("/settings/{key}/{scope_id}", tags=["settings"])
+    async def get_section(key: str, scope_id: str) -> dict[str, Any]:
+        await check_scope(deps, key, scope_id)
+        return asdict(await deps.registry.read(key, scope_id))
+
+    @router.put("/settings/{key}/{scope_id}", tags=["settings"])
+    async def put_section(key: str, scope_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        await check_scope(deps, key, scope_id)
+        try:
+            return asdict(await deps.registry.update(key, scope_id, changes, deps.clock()))
+        except SettingsError as exc:
+            raise HTTPException(422, {"problems": exc.problems}) from None
+
+
+async def check_scope(deps: ConsoleDeps, key: str, scope_id: str) -> None:
+    """404 unless the section exists and `scope_id` names something of its scope."""
+    try:
+        section = deps.registry.section(key)
+    except SettingsError as exc:
+        raise HTTPException(404, exc.problems) from None
+    if section.scope is Scope.GROUP:
+        stream = await stream_key(deps.engine, int(scope_id)) if scope_id.isdigit() else None
+        if stream is None or stream.kind is not StreamKind.GROUP:
+            raise HTTPException(404, f"没有群聊 {scope_id}")
+    elif section.scope is Scope.ACCOUNT and not scope_id.isdigit():
+        raise HTTPException(404, f"没有账号 {scope_id}")
+
+
+def openapi_route(app: FastAPI, door: Door) -> APIRouter:
+    """The API described (only the /pallas paths), behind the token like the rest."""
+    router = APIRouter(prefix="/pallas/api")
+
+    @router.get("/openapi.json", include_in_schema=False)
+    async def described(request: Request) -> dict[str, Any]:
+        visitor(request, door)
+        schema = app.openapi()
+        paths = {k: v for k, v in schema.get("paths", {}).items() if k.startswith("/pallas/")}
+        return {**schema, "paths": paths}
+
+    return router

@@ -1,0 +1,251 @@
+"""The web console's pages, server-rendered from the same reads as the API (docs/console.md).
+Jinja2 with autoescaping: chat text and nicknames are always inert. Every page needs a signed
+in browser (the login page sets the cookie); every form that changes something carries the
+session's CSRF value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from pallas.console.api import ConsoleDeps, check_scope, person_detail
+from pallas.console.charts import hour_bars
+from pallas.console.forms import FormError, field_value, read_form
+from pallas.console.guard import Visitor, sign_in, visitor
+from pallas.console.overview import overview
+from pallas.product.settings.registry import FieldInfo, SettingsError
+from pallas.store import console_reads
+from pallas.store.audit_trail import explain, trace
+from pallas.store.llm_usage import cost_report
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_FORM_BYTES = 64 * 1024
+WEEK = timedelta(days=7)
+
+
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["local"] = lambda t: t.astimezone().strftime("%m-%d %H:%M:%S") if t else ""
+    return env
+
+
+class Pages:
+    def __init__(self, deps: ConsoleDeps) -> None:
+        self.deps = deps
+        self.env = environment()
+
+    def render(self, name: str, guest: Visitor | None, **values: Any) -> HTMLResponse:
+        csrf = guest.csrf if guest else ""
+        html = self.env.get_template(name).render(csrf=csrf, **values)
+        return HTMLResponse(html)
+
+    async def guest(self, request: Request, form_csrf: str = "") -> Visitor:
+        return visitor(request, self.deps.door, form_csrf)
+
+
+def build_pages(deps: ConsoleDeps) -> APIRouter:
+    pages = Pages(deps)
+    router = APIRouter(prefix="/pallas", include_in_schema=False)
+    _entry(router, pages)
+    _reading(router, pages)
+    _people(router, pages)
+    _settings(router, pages)
+    return router
+
+
+async def _guest_or_login(pages: Pages, request: Request) -> Visitor | Response:
+    try:
+        return await pages.guest(request)
+    except HTTPException:
+        return RedirectResponse("/pallas/login", status_code=303)
+
+
+async def _form(request: Request) -> dict[str, list[str]]:
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise HTTPException(413, "表单太大")
+    return read_form(body)
+
+
+def _entry(router: APIRouter, pages: Pages) -> None:
+    @router.get("/")
+    async def home() -> Response:
+        return RedirectResponse("/pallas/overview", status_code=303)
+
+    @router.get("/login")
+    async def login_page() -> Response:
+        return pages.render("login.html", None, error="")
+
+    @router.post("/login")
+    async def login(request: Request) -> Response:
+        token = (await _form(request)).get("token", [""])[0]
+        response = RedirectResponse("/pallas/overview", status_code=303)
+        try:
+            sign_in(request, response, pages.deps.door, token)
+        except HTTPException as exc:
+            page = pages.render("login.html", None, error=str(exc.detail))
+            page.status_code = exc.status_code
+            return page
+        return response
+
+
+def _reading(router: APIRouter, pages: Pages) -> None:
+    deps = pages.deps
+
+    @router.get("/overview")
+    async def overview_page(request: Request) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        seen = await overview(deps.engine, deps.bots(), deps.database, deps.clock())
+        return pages.render("overview.html", guest, o=seen, chart=hour_bars(seen.hours))
+
+    @router.get("/chats")
+    async def chats_page(request: Request) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        return pages.render("chats.html", guest, chats=await console_reads.chats(deps.engine))
+
+    @router.get("/chats/{stream_id}")
+    async def chat_page(request: Request, stream_id: int, before: int | None = None) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        lines = await console_reads.chat_lines(deps.engine, stream_id, before, 100)
+        return pages.render("chat.html", guest, stream_id=stream_id, lines=lines)
+
+    @router.get("/messages/{message_id}")
+    async def explain_page(request: Request, message_id: int) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        path = await explain(deps.engine, message_id)
+        if path is None:
+            raise HTTPException(404, "没有这条消息")
+        return pages.render("explain.html", guest, path=path)
+
+    @router.get("/turns/{turn_id}")
+    async def trace_page(request: Request, turn_id: int) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        return pages.render("trace.html", guest, turn=await trace(deps.engine, turn_id))
+
+    @router.get("/jobs")
+    async def jobs_page(request: Request) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        counts = await deps.jobs.counts()
+        recent = await console_reads.recent_jobs(deps.engine, 100)
+        return pages.render("jobs.html", guest, counts=counts, jobs=recent)
+
+    @router.get("/models")
+    async def models_page(request: Request) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        now = deps.clock()
+        report = await cost_report(deps.engine, now - WEEK, now)
+        return pages.render("models.html", guest, models=deps.catalog.models, report=report)
+
+
+def _people(router: APIRouter, pages: Pages) -> None:
+    deps = pages.deps
+
+    @router.get("/persons")
+    async def persons_page(request: Request, q: str = "") -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        found = await console_reads.persons(deps.engine, q[:64], 100)
+        return pages.render("persons.html", guest, q=q[:64], persons=found)
+
+    @router.get("/persons/{person_id}")
+    async def person_page(request: Request, person_id: int) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        return pages.render("person.html", guest, d=await person_detail(deps, person_id))
+
+    @router.post("/persons/{person_id}/lift")
+    async def lift(request: Request, person_id: int) -> Response:
+        form = await _form(request)
+        await pages.guest(request, form.get("csrf_token", [""])[0])
+        stream_id = int(form.get("stream_id", ["0"])[0] or 0)
+        await deps.persona.lift(stream_id, person_id, deps.clock())
+        return RedirectResponse(f"/pallas/persons/{person_id}", status_code=303)
+
+
+def _settings(router: APIRouter, pages: Pages) -> None:
+    deps = pages.deps
+
+    @router.get("/settings")
+    async def settings_page(request: Request) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        groups = [c for c in await console_reads.chats(deps.engine) if c.kind == "group"]
+        accounts = sorted({c.self_id for c in await console_reads.chats(deps.engine)})
+        sections = deps.registry.sections()
+        return pages.render(
+            "settings.html", guest, sections=sections, groups=groups, accounts=accounts
+        )
+
+    @router.get("/settings/{key}/{scope_id}")
+    async def section_page(request: Request, key: str, scope_id: str) -> Response:
+        guest = await _guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        await check_scope(deps, key, scope_id)
+        values = await deps.registry.read(key, scope_id)
+        section = deps.registry.section(key)
+        return pages.render(
+            "section.html", guest, section=section, values=values, problems={}, saved=False
+        )
+
+    @router.post("/settings/{key}/{scope_id}")
+    async def save_section(request: Request, key: str, scope_id: str) -> Response:
+        form = await _form(request)
+        guest = await pages.guest(request, form.get("csrf_token", [""])[0])
+        await check_scope(deps, key, scope_id)
+        section = deps.registry.section(key)
+        values = await deps.registry.read(key, scope_id)
+        try:
+            changes = read_section_form(values.fields, form)
+            values = await deps.registry.update(key, scope_id, changes, deps.clock())
+        except (SettingsError, FormError) as exc:
+            page = pages.render(
+                "section.html", guest, section=section, values=values,
+                problems=exc.problems, saved=False,
+            )  # fmt: skip
+            page.status_code = 422
+            return page
+        return pages.render(
+            "section.html", guest, section=section, values=values, problems={}, saved=True
+        )
+
+
+def read_section_form(fields: Sequence[FieldInfo], form: dict[str, list[str]]) -> dict[str, Any]:
+    """The form's values for every field, or every field's problem at once."""
+    values, problems = {}, {}
+    for info in fields:
+        try:
+            values[info.name] = field_value(info, form)
+        except FormError as exc:
+            problems.update(exc.problems)
+    if problems:
+        raise FormError(problems)
+    return values

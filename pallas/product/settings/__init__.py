@@ -1,0 +1,1 @@
+"""The settings registry: every behaviour knob described once (docs/console.md)."""

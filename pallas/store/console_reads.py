@@ -1,0 +1,211 @@
+"""What the console reads that no turn needs: chats, a chat's lines with the turns behind
+the bot's, people and what the bot keeps about them, activity by hour, recent jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.store.models import (
+    Blacklist,
+    Favorability,
+    Identity,
+    Job,
+    Message,
+    OutboxItem,
+    Person,
+    RageState,
+    Stream,
+)
+
+MAX_ACTIVITY_ROWS = 100_000  # a day of a busy bot; beyond it the chart says "at least"
+
+
+@dataclass(frozen=True)
+class ChatRow:
+    stream_id: int
+    kind: str
+    external_id: str
+    self_id: str
+    name: str
+    messages: int
+    last_at: datetime | None
+
+
+@dataclass(frozen=True)
+class LineRow:
+    message_id: int
+    time: datetime
+    speaker: str
+    user_id: str
+    from_bot: bool
+    text: str
+    suppressed: bool
+    turn_id: int | None  # the turn that took it; for the bot's lines, the turn that sent it
+
+
+@dataclass(frozen=True)
+class PersonRow:
+    person_id: int
+    name: str
+    user_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One person's rage and blacklist state in one chat."""
+
+    stream_id: int
+    pressure: float
+    silenced_until: datetime | None
+    blacklisted: bool
+
+
+async def chats(engine: AsyncEngine) -> list[ChatRow]:
+    counts = (
+        select(
+            Message.stream_id,
+            func.count().label("n"),
+            func.max(Message.time).label("last_at"),
+        )
+        .group_by(Message.stream_id)
+        .subquery()
+    )
+    query = (
+        select(Stream.id, Stream.kind, Stream.external_id, Stream.self_id, Stream.name,
+               func.coalesce(counts.c.n, 0), counts.c.last_at)
+        .outerjoin(counts, counts.c.stream_id == Stream.id)
+        .order_by(counts.c.last_at.desc().nulls_last(), Stream.id)
+    )  # fmt: skip
+    async with engine.connect() as conn:
+        return [ChatRow(*row) for row in await conn.execute(query)]
+
+
+async def chat_lines(
+    engine: AsyncEngine, stream_id: int, before_id: int | None, limit: int
+) -> list[LineRow]:
+    """The chat's newest lines before `before_id`, oldest first."""
+    sent_by = (
+        select(OutboxItem.turn_id)
+        .where(
+            OutboxItem.stream_id == Message.stream_id,
+            OutboxItem.platform_message_id == Message.platform_message_id,
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    account = (  # a person's first identity names them (as the agent's window does)
+        select(Identity.user_id)
+        .where(Identity.person_id == Message.sender_person_id)
+        .order_by(Identity.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = (
+        select(Message.id, Message.time, Person.display_name, account, Message.from_bot,
+               Message.text, Message.suppressed, func.coalesce(Message.turn_id, sent_by))
+        .join(Person, Person.id == Message.sender_person_id)
+        .where(Message.stream_id == stream_id)
+        .order_by(Message.id.desc())
+        .limit(limit)
+    )  # fmt: skip
+    if before_id is not None:
+        query = query.where(Message.id < before_id)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [LineRow(*row) for row in reversed(rows)]
+
+
+async def persons(engine: AsyncEngine, words: str, limit: int) -> list[PersonRow]:
+    query = (
+        select(Person.id, Person.display_name, Identity.user_id)
+        .join(Identity, Identity.person_id == Person.id)
+        .order_by(Person.id.desc())
+        .limit(limit * 3)
+    )
+    if words:
+        like = f"%{words}%"
+        query = query.where(or_(Person.display_name.like(like), Identity.user_id.like(like)))
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    found: dict[int, PersonRow] = {}
+    for person_id, name, user_id in rows:
+        known = found.get(person_id)
+        ids = (*known.user_ids, user_id) if known else (user_id,)
+        found[person_id] = PersonRow(person_id, name, ids)
+    return list(found.values())[:limit]
+
+
+async def person(engine: AsyncEngine, person_id: int) -> PersonRow | None:
+    query = (
+        select(Person.display_name, Identity.user_id)
+        .join(Identity, Identity.person_id == Person.id)
+        .where(Person.id == person_id)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    if not rows:
+        return None
+    return PersonRow(person_id, rows[0][0], tuple(row[1] for row in rows))
+
+
+async def favorability_of(engine: AsyncEngine, person_id: int) -> dict[str, float]:
+    """Bot account -> score."""
+    query = select(Favorability.self_id, Favorability.score).where(
+        Favorability.person_id == person_id
+    )
+    async with engine.connect() as conn:
+        return {self_id: float(score) for self_id, score in await conn.execute(query)}
+
+
+async def standings(engine: AsyncEngine, person_id: int) -> list[Standing]:
+    """Rage and the blacklist, per chat where there is any."""
+    listed = and_(
+        Blacklist.stream_id == RageState.stream_id,
+        Blacklist.person_id == RageState.person_id,
+        Blacklist.lifted_at.is_(None),
+    )
+    rage = (
+        select(RageState.stream_id, RageState.pressure, RageState.silenced_until,
+               Blacklist.stream_id.is_not(None))
+        .outerjoin(Blacklist, listed)
+        .where(RageState.person_id == person_id)
+    )  # fmt: skip
+    only_listed = select(Blacklist.stream_id).where(
+        Blacklist.person_id == person_id, Blacklist.lifted_at.is_(None)
+    )
+    async with engine.connect() as conn:
+        rows = [Standing(s, float(p), u, bool(b)) for s, p, u, b in await conn.execute(rage)]
+        seen = {row.stream_id for row in rows}
+        for (stream_id,) in await conn.execute(only_listed):
+            if stream_id not in seen:
+                rows.append(Standing(stream_id, 0.0, None, True))
+    return rows
+
+
+async def message_times(
+    engine: AsyncEngine, since: datetime, until: datetime
+) -> list[tuple[datetime, bool]]:
+    """(time, from_bot) of the messages in [since, until), at most MAX_ACTIVITY_ROWS."""
+    query = (
+        select(Message.time, Message.from_bot)
+        .where(Message.time >= since, Message.time < until)
+        .limit(MAX_ACTIVITY_ROWS)
+    )
+    async with engine.connect() as conn:
+        return [(time, bool(bot)) for time, bot in await conn.execute(query)]
+
+
+async def recent_jobs(engine: AsyncEngine, limit: int) -> list[dict[str, Any]]:
+    query = (
+        select(Job.id, Job.kind, Job.status, Job.due_at, Job.attempts, Job.max_attempts,
+               Job.last_error, Job.updated_at)
+        .order_by(Job.updated_at.desc(), Job.id.desc())
+        .limit(limit)
+    )  # fmt: skip
+    async with engine.connect() as conn:
+        return [dict(row._mapping) for row in await conn.execute(query)]

@@ -1,0 +1,220 @@
+"""End to end: the console's HTTP API on the real bot process. Every route refuses a request
+without the token, with a wrong one and with a forged or expired cookie; a signed-in browser
+must send its CSRF value to change anything; failed logins are rate-limited; settings are
+validated whole (the field named, nothing half-saved) and the next turn uses them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, text
+from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.timeline_db import TimelineDb, wait_for
+
+SELF_ID = 46_601
+GROUP, MEMBER = 8301, 9501
+CHAT = "e2e-console"
+TOKEN = "console-secret-for-tests"
+
+# Every route behind the token, with a request that would be valid once signed in.
+ROUTES: list[tuple[str, str]] = [
+    ("GET", "/pallas/api/overview"),
+    ("GET", "/pallas/api/chats"),
+    ("GET", "/pallas/api/chats/1/messages"),
+    ("GET", "/pallas/api/messages/1/explain"),
+    ("GET", "/pallas/api/turns/1/trace"),
+    ("GET", "/pallas/api/persons"),
+    ("GET", "/pallas/api/persons/1"),
+    ("POST", "/pallas/api/persons/1/lift?stream_id=1"),
+    ("DELETE", "/pallas/api/notes/1"),
+    ("POST", "/pallas/api/memory/1/forget"),
+    ("GET", "/pallas/api/jobs"),
+    ("GET", "/pallas/api/models"),
+    ("GET", f"/pallas/api/promises?self_id={SELF_ID}"),
+    ("GET", "/pallas/api/settings"),
+    ("GET", "/pallas/api/settings/gate/1"),
+    ("PUT", "/pallas/api/settings/gate/1"),
+    ("GET", "/pallas/api/openapi.json"),
+    ("GET", "/pallas/overview"),
+]
+
+
+def reply(words: str) -> Reply:
+    return Reply("", (ToolCallSpec("reply", json.dumps({"text": words}, ensure_ascii=False)),))
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer(default=reply("在")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def bot(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> AsyncIterator[BotProcess]:
+    workdir = tmp_path_factory.mktemp("console")
+    (workdir / "config").mkdir()
+    (workdir / "config" / "agent.yml").write_text("memory:\n  enabled: false\n", "utf-8")
+    env = {
+        "LLM_BASE_URL": model.base_url,
+        "LLM_MODEL": CHAT,
+        "LLM_API_KEY": "sk-e2e",
+        "PALLAS_CONSOLE_TOKEN": TOKEN,
+    }
+    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
+    process.start()
+    await process.wait_ready()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+async def napcat(bot: BotProcess) -> AsyncIterator[FakeNapCat]:
+    client = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
+    client.answer_sends()
+    await client.connect()
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def http(bot: BotProcess) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=bot.http_url, timeout=10) as client:
+        yield client
+
+
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+async def test_every_route_refuses_without_the_token(
+    http: httpx.AsyncClient, method: str, path: str
+) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        response = await http.request(method, path, headers=headers, json={})
+        if path.startswith("/pallas/api"):
+            assert response.status_code == 401, (headers, response.text)
+        else:  # a page sends the browser to the login
+            assert response.status_code == 303
+            assert response.headers["location"] == "/pallas/login"
+    forged, expired = "1700000000.deadbeef", "1000000000." + "0" * 64
+    for session in (forged, expired):
+        http.cookies.clear()
+        http.cookies.set("pallas_session", session)
+        response = await http.request(method, path, json={})
+        assert response.status_code == (401 if path.startswith("/pallas/api") else 303)
+
+
+async def test_health_needs_no_token(http: httpx.AsyncClient) -> None:
+    response = await http.get("/pallas/api/health")
+    assert response.status_code == 200 and response.json()["ok"] is True
+
+
+async def talk(napcat: FakeNapCat, timeline: TimelineDb, words: str) -> dict[str, Any]:
+    event = napcat.group_message(GROUP, MEMBER, [text(words)], nickname="<b>阿明</b>")
+    await napcat.send_event(event)
+    await wait_for(lambda: timeline.messages(event["message_id"]), timeout=10, what="stored")
+    return event
+
+
+async def test_a_script_reads_chats_lines_and_why_with_the_bearer_token(
+    http: httpx.AsyncClient, napcat: FakeNapCat, bot: BotProcess
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    event = await talk(napcat, timeline, "今天天气不错")  # nobody called the bot: dropped
+    chats = (await http.get("/pallas/api/chats", headers=BEARER)).json()
+    [chat] = [c for c in chats if c["external_id"] == str(GROUP)]
+    lines = (
+        await http.get(f"/pallas/api/chats/{chat['stream_id']}/messages", headers=BEARER)
+    ).json()
+    line = next(ln for ln in lines if ln["text"] == "今天天气不错")
+    await wait_for(
+        lambda: timeline.scalar(
+            "SELECT COUNT(*) FROM event WHERE kind = 'gate_dropped' AND message_id = ?",
+            line["message_id"],
+        ),
+        timeout=10,
+        what="the gate's decision",
+    )
+    why = (await http.get(f"/pallas/api/messages/{line['message_id']}/explain", headers=BEARER))
+    kinds = [e["kind"] for e in why.json()["events"]]
+    assert "gate_dropped" in kinds and why.json()["turn"] is None
+    assert event["message_id"]
+    overview = (await http.get("/pallas/api/overview", headers=BEARER)).json()
+    assert overview["heard_today"] >= 1 and len(overview["hours"]) == 24
+    missing = await http.get("/pallas/api/messages/999999/explain", headers=BEARER)
+    assert missing.status_code == 404
+
+
+async def test_login_sets_a_cookie_and_changes_need_the_csrf_value(
+    http: httpx.AsyncClient, bot: BotProcess, napcat: FakeNapCat
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await talk(napcat, timeline, "有人吗")
+    stream_id = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(GROUP))
+    login = await http.post("/pallas/api/login", json={"token": TOKEN})
+    assert login.status_code == 200
+    assert "httponly" in login.headers["set-cookie"].lower()
+    assert "samesite=strict" in login.headers["set-cookie"].lower()
+    csrf = login.json()["csrf"]
+    path = f"/pallas/api/settings/gate/{stream_id}"
+    assert (await http.get(path)).status_code == 200  # reading needs only the cookie
+    refused = await http.put(path, json={"max_replies_in_window": 3})
+    assert refused.status_code == 403  # a page of another site could send the cookie
+    saved = await http.put(path, json={"max_replies_in_window": 3}, headers={"X-CSRF-Token": csrf})
+    assert saved.status_code == 200
+    fields = {f["name"]: f for f in saved.json()["fields"]}
+    assert fields["max_replies_in_window"]["value"] == 3
+    assert fields["max_replies_in_window"]["overridden"] is True
+    await http.post("/pallas/api/logout")
+    http.cookies.clear()
+    assert (await http.get(path)).status_code == 401
+
+
+async def test_bad_settings_are_refused_with_the_field_named_and_nothing_saved(
+    http: httpx.AsyncClient, bot: BotProcess, napcat: FakeNapCat
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await talk(napcat, timeline, "嗯嗯")
+    stream_id = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(GROUP))
+    path = f"/pallas/api/settings/gate/{stream_id}"
+    before = (await http.get(path, headers=BEARER)).json()
+    for changes, field in (
+        ({"ambient_probability": 2, "poke_limit": 1}, "ambient_probability"),
+        ({"poke_limit": "many"}, "poke_limit"),
+        ({"quiet_hours": ["25:00-26:00"]}, "quiet_hours"),
+        ({"no_such_knob": 1}, "no_such_knob"),
+    ):
+        response = await http.put(path, json=changes, headers=BEARER)
+        assert response.status_code == 422, response.text
+        assert field in response.json()["detail"]["problems"]
+    assert (await http.get(path, headers=BEARER)).json() == before  # nothing half-saved
+    assert (await http.get("/pallas/api/settings/gate/999999", headers=BEARER)).status_code == 404
+    assert (await http.get("/pallas/api/settings/nope/1", headers=BEARER)).status_code == 404
+
+
+async def test_failed_logins_are_rate_limited(http: httpx.AsyncClient) -> None:
+    codes = [
+        (await http.post("/pallas/api/login", json={"token": f"guess-{n}"})).status_code
+        for n in range(7)
+    ]
+    assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
+    # Even the right token waits out the window now: guessing buys nothing.
+    assert (await http.post("/pallas/api/login", json={"token": TOKEN})).status_code == 429
+
+
+async def test_the_openapi_document_describes_the_console_routes(
+    http: httpx.AsyncClient,
+) -> None:
+    schema = (await http.get("/pallas/api/openapi.json", headers=BEARER)).json()
+    paths = set(schema["paths"])
+    assert {"/pallas/api/overview", "/pallas/api/settings/{key}/{scope_id}"} <= paths
+    assert all(path.startswith("/pallas/") for path in paths)
