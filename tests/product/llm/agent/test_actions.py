@@ -398,6 +398,43 @@ def test_only_react_capability_offers_react() -> None:
     assert available_actions(inputs) == {A.REPLY, A.SILENT, A.REACT}
 
 
+@pytest.mark.parametrize("kind", list(StreamKind))
+@pytest.mark.parametrize("forced", [False, True])
+@pytest.mark.parametrize("may_wait", [False, True])
+@pytest.mark.parametrize(
+    "caps", [frozenset(), frozenset({Capability.REACT}), ALL_CAPS], ids=["none", "react", "all"]
+)
+def test_a_turn_the_bot_started_itself_may_only_reply_or_stay_silent(
+    kind: StreamKind, forced: bool, may_wait: bool, caps: frozenset[Capability]
+) -> None:
+    """Nobody waits for an answer (so silence is allowed even in a private chat), and there is
+    no message to react to, poke about or wait on."""
+    inputs = FrameInputs(kind, forced, may_wait, caps, proactive=True)
+    assert available_actions(inputs) == {A.REPLY, A.SILENT}
+
+
+def test_a_promise_or_an_offence_marker_alone_is_no_reply() -> None:
+    """Only a sticker may stand for the words; a promise or an offence is said beside them."""
+    for raw in ("[承诺:明天08:00 提醒开会]", "[冒犯:骂人]"):
+        result = validate_call("reply", {"text": raw}, frame())
+        assert result == ProtocolError(ProtocolFault.PARSE_ERROR, "reply 的 text 去掉标记后是空的")
+
+
+def test_a_reply_carries_its_promise_and_offence_intents() -> None:
+    result = validate_call("reply", {"text": "好的主人[承诺:明天08:00 提醒开会]"}, frame())
+    assert isinstance(result, ReplyDecision)
+    assert result.reply.bubbles == ("好的主人",)
+    assert [(i.kind.value, i.value) for i in result.reply.intents] == [
+        ("promise", "明天08:00 提醒开会")
+    ]
+
+
+def test_a_silence_keeps_its_reason_as_written_for_the_listeners() -> None:
+    """The handler takes the markers out of the reason (output.take_intents), not validation."""
+    result = validate_call("silent", {"reason": " 不想理他[冒犯:骂人] "}, frame())
+    assert result == SilentDecision("不想理他[冒犯:骂人]")
+
+
 def test_a_sticker_intent_alone_is_a_reply() -> None:
     """A short attitude may be a sticker and nothing else: the reply form sends it."""
     result = validate_call("reply", {"text": "[表情:哈哈]"}, frame())

@@ -13,11 +13,14 @@ from pallas.product.llm.agent.output import (
     ShapedReply,
     shape_reply,
     split_into_bubbles,
+    take_intents,
 )
 
 BOT = ("牛牛", "Pallas")
 STICKER = IntentKind.STICKER
 MOOD = IntentKind.MOOD
+PROMISE = IntentKind.PROMISE
+OFFENCE = IntentKind.OFFENCE
 
 # A 61-character line: three sentences, the first two fit one bubble.
 LONG_LINE = (
@@ -68,6 +71,37 @@ INTENT_CASES: list[tuple[str, str, tuple[str, ...], tuple[Intent, ...]]] = [
     ),
     ("nested brackets", "[表情:[表情:开心]]", (), (Intent(STICKER, "开心"),)),
     ("bracket in tag", "<emoji>[表情:开心]</emoji>懂了", ("懂了",), (Intent(STICKER, "开心"),)),
+    (
+        "timed promise",
+        "好的主人，明早叫你[承诺:明天08:00 提醒开会]",
+        ("好的主人，明早叫你",),
+        (Intent(PROMISE, "明天08:00 提醒开会"),),
+    ),
+    (
+        "promise with a full-width colon and brackets",
+        "【承诺：20分钟后提醒喝水】记住啦",
+        ("记住啦",),
+        (Intent(PROMISE, "20分钟后提醒喝水"),),
+    ),
+    (
+        "promise in english",
+        "ok [promise: buy milk] done",
+        ("ok done",),
+        (Intent(PROMISE, "buy milk"),),
+    ),
+    ("promise tag", "<promise>买牛奶</promise>记下了", ("记下了",), (Intent(PROMISE, "买牛奶"),)),
+    ("offence", "你说话注意点[冒犯:骂人]", ("你说话注意点",), (Intent(OFFENCE, "骂人"),)),
+    ("offence tag", "<offence>嘲讽</offence>哦", ("哦",), (Intent(OFFENCE, "嘲讽"),)),
+    ("offence in english", "[Offence: rude] whatever", ("whatever",), (Intent(OFFENCE, "rude"),)),
+    (
+        "promise, offence and mood together",
+        "[心情:烦]行吧[冒犯:阴阳怪气]\n答应你[承诺:下次注意]",
+        ("行吧", "答应你"),
+        (Intent(MOOD, "烦"), Intent(OFFENCE, "阴阳怪气"), Intent(PROMISE, "下次注意")),
+    ),
+    ("unclosed promise", "好[承诺:明天提醒你", ("好",), (Intent(PROMISE, "明天提醒你"),)),
+    ("empty promise", "[承诺:]好", ("好",), ()),
+    ("a bare promise word stays", "[承诺] 这不是标记", ("[承诺] 这不是标记",), ()),
     ("empty marker", "[表情:]收到", ("收到",), ()),
     ("ordinary brackets stay", "[doge] 你懂的（笑）", ("[doge] 你懂的（笑）",), ()),
     ("a word in brackets stays", "[表情] 这个不是标记", ("[表情] 这个不是标记",), ()),
@@ -85,6 +119,34 @@ def test_intent_markers_become_intents(
     shaped = shape_reply(raw, bot_names=BOT)
     assert shaped.bubbles == bubbles
     assert shaped.intents == intents
+
+
+@pytest.mark.parametrize(
+    ("reason", "left", "intents"),
+    [
+        ("他在骂我[冒犯:辱骂]", "他在骂我", (Intent(OFFENCE, "辱骂"),)),
+        ("[冒犯：阴阳怪气] 不理", "不理", (Intent(OFFENCE, "阴阳怪气"),)),
+        ("<offence>嘲讽</offence>", "", (Intent(OFFENCE, "嘲讽"),)),
+        ("没什么好说的[心情:无语]", "没什么好说的", (Intent(MOOD, "无语"),)),
+        ("等主人来[承诺:晚上9点 提醒吃药]", "等主人来", (Intent(PROMISE, "晚上9点 提醒吃药"),)),
+        ("不关我事", "不关我事", ()),
+        ("", "", ()),
+    ],
+    ids=["offence", "offence first", "offence tag", "mood", "promise", "plain", "empty"],
+)
+def test_a_silent_reason_gives_up_its_markers(
+    reason: str, left: str, intents: tuple[Intent, ...]
+) -> None:
+    assert take_intents(reason) == (left, intents)
+
+
+def test_take_intents_is_capped_like_a_reply() -> None:
+    left, intents = take_intents("[冒犯:骂人]" * 20 + "[承诺:" + "好" * 100 + "]")
+    assert left == ""
+    assert len(intents) == MAX_INTENTS
+    assert all(i.kind is OFFENCE for i in intents)
+    _, [promise] = take_intents("[承诺:" + "好" * 100 + "]")
+    assert promise == Intent(PROMISE, "好" * MAX_INTENT_CHARS)
 
 
 def test_intent_value_is_capped() -> None:
