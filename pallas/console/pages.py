@@ -5,6 +5,7 @@ session's CSRF value."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +20,7 @@ from pallas.console.charts import hour_bars
 from pallas.console.forms import FormError, field_value, read_form
 from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import overview
+from pallas.product.conversation.why import step_line
 from pallas.product.settings.registry import FieldInfo, SettingsError
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
@@ -37,6 +39,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["local"] = lambda t: t.astimezone().strftime("%m-%d %H:%M:%S") if t else ""
+    env.filters["step"] = step_line
+    env.filters["readable"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, default=str)
     return env
 
 
@@ -213,7 +217,8 @@ def _settings(router: APIRouter, pages: Pages) -> None:
         values = await deps.registry.read(key, scope_id)
         section = deps.registry.section(key)
         return pages.render(
-            "section.html", guest, section=section, values=values, problems={}, saved=False
+            "section.html", guest, section=section, values=values, problems={}, saved=False,
+            submitted={},
         )
 
     @router.post("/settings/{key}/{scope_id}")
@@ -227,14 +232,16 @@ def _settings(router: APIRouter, pages: Pages) -> None:
             changes = read_section_form(values.fields, form)
             values = await deps.registry.update(key, scope_id, changes, deps.clock())
         except (SettingsError, FormError) as exc:
+            typed = {name: given[-1] for name, given in form.items() if name != "csrf_token"}
             page = pages.render(
                 "section.html", guest, section=section, values=values,
-                problems=exc.problems, saved=False,
+                problems=exc.problems, saved=False, submitted=typed,
             )  # fmt: skip
             page.status_code = 422
             return page
         return pages.render(
-            "section.html", guest, section=section, values=values, problems={}, saved=True
+            "section.html", guest, section=section, values=values, problems={}, saved=True,
+            submitted={},
         )
 
 

@@ -81,5 +81,12 @@ def _turn_lines(turn: TurnTrace, *, skip_stages: bool) -> list[str]:
 
 
 def _step(event: TrailEvent) -> str:
+    return f"- {step_line(event)}"
+
+
+def step_line(event: TrailEvent) -> str:
+    """One step of a trail in plain Chinese (pure); a silence says its reason."""
     name = _STEP_NAMES.get(event.kind, event.kind)
-    return f"- {name}（{event.reason}）" if event.reason else f"- {name}"
+    line = f"{name}（{event.reason}）" if event.reason else name
+    said = event.payload.get("reason") if event.kind == "agent_decided" else None
+    return f"{line}：{said}" if isinstance(said, str) and said else line

@@ -167,7 +167,8 @@ def _chinese(error: Mapping[str, Any]) -> str:
         return f"{words.get(kind, '超出范围')} {bound}"
     if kind in ("int_parsing", "int_from_float", "float_parsing", "bool_parsing"):
         return {"bool_parsing": "要填是或否"}.get(kind, "要填数字")
-    return str(error.get("msg", "不合法"))
+    message = str(error.get("msg", "不合法"))
+    return message.removeprefix("Value error, ")  # a validator's own words (Chinese)
 
 
 def describe(section: Section, name: str, value: Any, overridden: bool) -> FieldInfo:

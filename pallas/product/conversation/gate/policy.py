@@ -43,7 +43,8 @@ class GatePolicy(BaseModel):
     def _ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for item in value:
             if not _RANGE.match(item):
-                raise ValueError(f"expected HH:MM-HH:MM, got {item!r}")
+                # The console shows this to the owner as is: in Chinese.
+                raise ValueError(f"要写成 HH:MM-HH:MM，比如 00:30-08:00（收到 {item!r}）")
         return value
 
     @field_validator("timezone")
@@ -52,7 +53,7 @@ class GatePolicy(BaseModel):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r}") from None
+            raise ValueError(f"不认识的时区 {value!r}") from None
         return value
 
     def with_overrides(self, overrides: dict[str, Any]) -> GatePolicy:

@@ -1,0 +1,228 @@
+"""End to end in a real browser (headless Chromium, Debian's package, driven by Playwright):
+an owner signs in, changes a group's gate knob and sees the next turn use it, opens the
+trace of a silence, and every page renders at phone and desktop width with chat text and
+nicknames inert. With PALLAS_SCREENSHOTS set to a folder, each page is saved there at both
+widths (docs/images/ holds the ones the docs show)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, text
+from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.timeline_db import TimelineDb, wait_for
+
+SELF_ID = 46_701
+GROUP, MEMBER, PRANKSTER = 8401, 9601, 9602
+CHAT = "e2e-browser"
+TOKEN = "browser-console-token"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# The flags a closed network needs: no background connections, no first-run, no sandbox (root).
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1280, "height": 860}
+XSS = '<img src=x onerror="window.__xss=1">'
+
+
+def call(name: str, **arguments: object) -> Reply:
+    return Reply("", (ToolCallSpec(name, json.dumps(arguments, ensure_ascii=False)),))
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer(default=call("reply", text="在呢")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def bot(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> AsyncIterator[BotProcess]:
+    workdir = tmp_path_factory.mktemp("browser")
+    (workdir / "config").mkdir()
+    (workdir / "config" / "agent.yml").write_text("memory:\n  enabled: false\n", "utf-8")
+    env = {
+        "LLM_BASE_URL": model.base_url,
+        "LLM_MODEL": CHAT,
+        "LLM_API_KEY": "sk-e2e",
+        "PALLAS_CONSOLE_TOKEN": TOKEN,
+        "NICKNAME": '["牛牛"]',
+    }
+    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
+    process.start()
+    await process.wait_ready()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+async def napcat(bot: BotProcess) -> AsyncIterator[FakeNapCat]:
+    client = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
+    client.answer_sends()
+    await client.connect()
+    yield client
+    await client.close()
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield launched
+        await launched.close()
+
+
+@pytest.fixture(scope="module")
+async def page(browser: Browser, bot: BotProcess) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport=DESKTOP, base_url=bot.http_url)
+    opened = await context.new_page()
+    yield opened
+    await context.close()
+
+
+def stream_id(timeline: TimelineDb) -> int:
+    return int(timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(GROUP)))
+
+
+async def said(napcat: FakeNapCat, timeline: TimelineDb, user: int, words: str,
+               nickname: str = "阿明") -> dict[str, Any]:  # fmt: skip
+    event = napcat.group_message(GROUP, user, [text(words)], nickname=nickname)
+    await napcat.send_event(event)
+    await wait_for(lambda: timeline.messages(event["message_id"]), timeout=10, what="stored")
+    return event
+
+
+def our_id(timeline: TimelineDb, event: dict[str, Any]) -> int:
+    return int(
+        timeline.scalar(
+            "SELECT id FROM message WHERE platform_message_id = ?", str(event["message_id"])
+        )
+    )
+
+
+def decided(timeline: TimelineDb, message_id: int) -> bool:
+    return bool(
+        timeline.scalar(
+            "SELECT COUNT(*) FROM event WHERE message_id = ? AND kind IN "
+            "('gate_dropped', 'turn_finished', 'agent_decided')",
+            message_id,
+        )
+    )
+
+
+async def test_an_owner_signs_in(page: Page, napcat: FakeNapCat, bot: BotProcess) -> None:
+    await page.goto("/pallas/overview")
+    assert page.url.endswith("/pallas/login")  # not signed in yet
+    await page.fill("#token", "wrong")
+    await page.click("#login")
+    assert "令牌不对" in await page.inner_text("#login-error")
+    await page.fill("#token", TOKEN)
+    await page.click("#login")
+    await page.wait_for_url("**/pallas/overview")
+    assert "总览" in await page.inner_text("h1")
+
+
+async def test_a_gate_knob_changed_in_the_form_is_used_by_the_next_turn(
+    page: Page, napcat: FakeNapCat, bot: BotProcess, model: FakeModelServer
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await said(napcat, timeline, MEMBER, "大家早")
+    sid = stream_id(timeline)
+    await page.goto(f"/pallas/settings/gate/{sid}")
+    # A bad field (the browser's own checks pass it): refused, named, nothing half-saved.
+    await page.fill("#ambient_probability", "1")
+    await page.fill("#quiet_hours", "25:00-26:00")
+    await page.click("#save")
+    problems = await page.inner_text("#problems")
+    assert "睡觉时段" in problems and "HH:MM-HH:MM" in problems
+    assert timeline.scalar("SELECT COUNT(*) FROM stream_policy WHERE stream_id = ?", sid) == 0
+    await page.fill("#quiet_hours", "")
+    await page.fill("#ambient_cooldown_s", "0")
+    await page.fill("#ambient_hourly_budget", "50")
+    await page.click("#save")
+    assert "已保存" in await page.inner_text("#saved")
+
+    calls = len(model.requests_for(CHAT))
+    event = await said(napcat, timeline, MEMBER, "今天吃什么好呢")  # nobody called the bot
+    mid = our_id(timeline, event)
+    await wait_for(lambda: len(model.requests_for(CHAT)) > calls, timeout=20, what="a turn")
+    reason = timeline.scalar(
+        "SELECT reason FROM event WHERE kind = 'gate_passed' AND message_id = ?", mid
+    )
+    assert reason == "ambient"
+
+
+async def test_the_trace_of_a_silence_opens_from_the_chat_view(
+    page: Page, napcat: FakeNapCat, bot: BotProcess, model: FakeModelServer
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    model.script(CHAT, call("silent", reason="他们在聊私事，不插嘴"))
+    event = await said(napcat, timeline, MEMBER, "牛牛你看这事怎么办")  # by name: deliberate
+    mid = our_id(timeline, event)
+    await wait_for(lambda: decided(timeline, mid), timeout=20, what="the decision")
+    await wait_for(
+        lambda: timeline.scalar(
+            "SELECT COUNT(*) FROM event WHERE kind = 'turn_finished' AND reason = 'silent'"
+        ),
+        timeout=20,
+        what="the silence",
+    )
+    await page.goto(f"/pallas/chats/{stream_id(timeline)}")
+    await page.click(f"#m{mid} a.why")
+    await page.wait_for_url(f"**/pallas/messages/{mid}")
+    body = await page.inner_text("main")
+    assert "agent_decided" in body and "他们在聊私事，不插嘴" in body
+
+
+async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
+    page: Page, napcat: FakeNapCat, bot: BotProcess
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await said(napcat, timeline, PRANKSTER, f"看看这个{XSS}", nickname=f"<script>x</script>{XSS}")
+    sid = stream_id(timeline)
+    person = timeline.scalar(
+        "SELECT person_id FROM identity WHERE user_id = ?", str(PRANKSTER)
+    )
+    paths = {
+        "overview": "/pallas/overview",
+        "chats": "/pallas/chats",
+        "chat": f"/pallas/chats/{sid}",
+        "persons": "/pallas/persons",
+        "person": f"/pallas/persons/{person}",
+        "settings": "/pallas/settings",
+        "gate": f"/pallas/settings/gate/{sid}",
+        "persona": f"/pallas/settings/persona/{SELF_ID}",
+        "jobs": "/pallas/jobs",
+        "models": "/pallas/models",
+    }
+    folder = os.environ.get("PALLAS_SCREENSHOTS", "")
+    for name, path in paths.items():
+        for width_name, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            await page.set_viewport_size(size)
+            response = await page.goto(path)
+            assert response is not None and response.status == 200, (name, response)
+            assert await page.evaluate("window.__xss") is None
+            scroll = await page.evaluate("document.documentElement.scrollWidth")
+            assert scroll <= size["width"] + 1, (name, width_name, scroll)  # no sideways scroll
+            if folder:
+                target = Path(folder) / f"console-{name}-{width_name}.png"
+                await page.screenshot(path=str(target), full_page=True)
+    await page.goto(f"/pallas/chats/{sid}")
+    assert XSS in await page.inner_text("main")  # shown as the text it is
