@@ -140,7 +140,7 @@ class PromiseStore:
 @dataclass(frozen=True)
 class SaidSince:
     theirs: int  # messages from others after the mark
-    bots: int  # replies the bot committed in later turns (or commands) of the chat
+    bots: int  # replies the bot committed in later turns of the chat
 
 
 async def said_since(

@@ -73,12 +73,16 @@ def read_promise(value: str, now: datetime) -> PromiseDraft | None:
     minute = int(match.group("minute") or match.group("cn_minute") or 0)
     if "半" in value[match.start("hour") : match.start("text")]:
         minute = 30
-    if _AFTERNOON.match(value) and hour < 12:
+    late = _AFTERNOON.match(value)
+    midnight = late is not None and hour == 12 and "晚上" in late.group()  # 晚上12点: 0:00
+    if late and hour < 12:
         hour += 12
     if hour > 23 or minute > 59:
         return PromiseDraft(value.strip(), None)
     local = now.astimezone(SHANGHAI)
     days = _DAYS.get(match.group("day") or "", 0)
+    if midnight:
+        hour, days = 0, days + 1
     due = (local + timedelta(days=days)).replace(hour=hour, minute=minute, second=0, microsecond=0)
     if match.group("day") is None and due <= local:
         due += timedelta(days=1)

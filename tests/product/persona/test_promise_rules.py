@@ -48,6 +48,8 @@ def local(day: int, hour: int, minute: int = 0) -> datetime:
         ("晚上9点 提醒吃药", PromiseDraft("提醒吃药", local(2, 21))),
         ("下午3点 喝下午茶", PromiseDraft("喝下午茶", local(2, 15))),
         ("晚上21:30 追剧", PromiseDraft("追剧", local(2, 21, 30))),  # already past noon: kept
+        ("晚上12点 睡觉", PromiseDraft("睡觉", local(3, 0))),  # midnight, not noon
+        ("中午12点 吃饭", PromiseDraft("吃饭", local(3, 12))),  # noon, past: tomorrow
         ("20分钟后提醒喝水", PromiseDraft("提醒喝水", NOON + timedelta(minutes=20))),
         ("2小时后 提醒休息", PromiseDraft("提醒休息", NOON + timedelta(hours=2))),
         ("30秒后 说一声", PromiseDraft("说一声", NOON + timedelta(seconds=30))),
