@@ -26,6 +26,8 @@ from pallas.console.token import ensure_console_token
 from pallas.core.assets import ASSETS_FOLDER
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
+from pallas.platform.routed_outlet import RoutedOutlet
+from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.platform.smtp import SmtpConfig
 from pallas.product.conversation.commands import CommandStage
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
@@ -153,6 +155,7 @@ class Runtime:
     bot_voice: BotVoiceStore
     promises: PromiseStore
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
+    outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
     silence: SilenceStage
     # The SQLite write lock (a lock of their own for writers on PostgreSQL).
     write_lock: asyncio.Lock
@@ -231,7 +234,11 @@ class Runtime:
         ingress = Ingress(writer, stages)
         assets = settings.pallas_data_dir / ASSETS_FOLDER
         route = partial(temp_chat_group, engine)
-        outlet = OneBotOutlet(ingress, route=route, assets=assets)
+        sandbox_hub = SandboxHub()
+        outlet = RoutedOutlet(
+            OneBotOutlet(ingress, route=route, assets=assets),
+            SandboxOutlet(ingress, sandbox_hub, utc_now),
+        )
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         delivery = OutboxDelivery(outbox, dispatcher, utc_now, asset_checker(assets))
         action_ids = _ids(runner)
@@ -303,6 +310,7 @@ class Runtime:
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=_registry(engine, policies, voice, agent_config, settings),
+            outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
             write_lock=lock or asyncio.Lock(),
@@ -469,7 +477,7 @@ def _agent(
     engine: AsyncEngine,
     ledger: LedgerWriter,
     models: ModelManager,
-    outlet: OneBotOutlet,
+    outlet: RoutedOutlet,
     delivery: OutboxDelivery,
     tools: ToolSetup,
     config: AgentConfig,

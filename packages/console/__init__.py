@@ -12,7 +12,8 @@ from pallas.app import utc_now
 from pallas.console.api import ConsoleDeps, build_api, openapi_route
 from pallas.console.guard import Door, door_routes
 from pallas.console.health import HealthReport, health_report
-from pallas.console.pages import build_pages
+from pallas.console.pages import Pages, build_pages
+from pallas.console.sandbox_pages import sandbox_routes
 
 __plugin_meta__ = PluginMetadata(
     name="console",
@@ -47,8 +48,13 @@ _deps = ConsoleDeps(
     bots=lambda: nonebot.get_bots().keys(),
     database=_runtime.database_backend,
     clock=utc_now,
+    ingress=_runtime.ingress,
+    sandbox=_runtime.outlet.sandbox,
+    hub=_runtime.outlet.sandbox.hub,
 )
 app.include_router(door_routes(_door))
 app.include_router(build_api(_deps))
 app.include_router(openapi_route(app, _door))
-app.include_router(build_pages(_deps))
+_pages = Pages(_deps)
+app.include_router(build_pages(_pages))
+app.include_router(sandbox_routes(_pages))

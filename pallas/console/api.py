@@ -24,6 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.console.guard import Door, Visitor, visitor
 from pallas.console.overview import Overview, overview
 from pallas.core.inbound import StreamKind
+from pallas.platform.sandbox import SandboxHub, SandboxOutlet
+from pallas.product.conversation.ingress import Ingress
 from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
 from pallas.providers.catalog import Catalog
 from pallas.store import console_reads
@@ -51,6 +53,11 @@ class ConsoleDeps:
     bots: Callable[[], Iterable[str]]
     database: str
     clock: Callable[[], datetime]
+    # The sandbox: where a pretend member's words enter, the outlet that answers, the pages
+    # listening.
+    ingress: Ingress
+    sandbox: SandboxOutlet
+    hub: SandboxHub
 
 
 def build_api(deps: ConsoleDeps) -> APIRouter:

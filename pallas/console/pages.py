@@ -58,8 +58,7 @@ class Pages:
         return visitor(request, self.deps.door, form_csrf)
 
 
-def build_pages(deps: ConsoleDeps) -> APIRouter:
-    pages = Pages(deps)
+def build_pages(pages: Pages) -> APIRouter:
     router = APIRouter(prefix="/pallas", include_in_schema=False)
     _entry(router, pages)
     _reading(router, pages)
@@ -68,7 +67,7 @@ def build_pages(deps: ConsoleDeps) -> APIRouter:
     return router
 
 
-async def _guest_or_login(pages: Pages, request: Request) -> Visitor | Response:
+async def guest_or_login(pages: Pages, request: Request) -> Visitor | Response:
     try:
         return await pages.guest(request)
     except HTTPException:
@@ -109,7 +108,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/overview")
     async def overview_page(request: Request) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         seen = await overview(deps.engine, deps.bots(), deps.database, deps.clock())
@@ -117,14 +116,14 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/chats")
     async def chats_page(request: Request) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         return pages.render("chats.html", guest, chats=await console_reads.chats(deps.engine))
 
     @router.get("/chats/{stream_id}")
     async def chat_page(request: Request, stream_id: int, before: int | None = None) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         lines = await console_reads.chat_lines(deps.engine, stream_id, before, 100)
@@ -132,7 +131,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/messages/{message_id}")
     async def explain_page(request: Request, message_id: int) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         path = await explain(deps.engine, message_id)
@@ -142,14 +141,14 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/turns/{turn_id}")
     async def trace_page(request: Request, turn_id: int) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         return pages.render("trace.html", guest, turn=await trace(deps.engine, turn_id))
 
     @router.get("/jobs")
     async def jobs_page(request: Request) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         counts = await deps.jobs.counts()
@@ -158,7 +157,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/models")
     async def models_page(request: Request) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         now = deps.clock()
@@ -171,7 +170,7 @@ def _people(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/persons")
     async def persons_page(request: Request, q: str = "") -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         found = await console_reads.persons(deps.engine, q[:64], 100)
@@ -179,7 +178,7 @@ def _people(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/persons/{person_id}")
     async def person_page(request: Request, person_id: int) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         return pages.render("person.html", guest, d=await person_detail(deps, person_id))
@@ -198,7 +197,7 @@ def _settings(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/settings")
     async def settings_page(request: Request) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         groups = [c for c in await console_reads.chats(deps.engine) if c.kind == "group"]
@@ -210,7 +209,7 @@ def _settings(router: APIRouter, pages: Pages) -> None:
 
     @router.get("/settings/{key}/{scope_id}")
     async def section_page(request: Request, key: str, scope_id: str) -> Response:
-        guest = await _guest_or_login(pages, request)
+        guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         await check_scope(deps, key, scope_id)

@@ -28,6 +28,7 @@ MAX_ACTIVITY_ROWS = 100_000  # a day of a busy bot; beyond it the chart says "at
 @dataclass(frozen=True)
 class ChatRow:
     stream_id: int
+    platform: str  # qq, or sandbox (the console's own chats)
     kind: str
     external_id: str
     self_id: str
@@ -76,8 +77,8 @@ async def chats(engine: AsyncEngine) -> list[ChatRow]:
         .subquery()
     )
     query = (
-        select(Stream.id, Stream.kind, Stream.external_id, Stream.self_id, Stream.name,
-               func.coalesce(counts.c.n, 0), counts.c.last_at)
+        select(Stream.id, Stream.platform, Stream.kind, Stream.external_id, Stream.self_id,
+               Stream.name, func.coalesce(counts.c.n, 0), counts.c.last_at)
         .outerjoin(counts, counts.c.stream_id == Stream.id)
         .order_by(counts.c.last_at.desc().nulls_last(), Stream.id)
     )  # fmt: skip

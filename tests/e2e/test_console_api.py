@@ -43,7 +43,15 @@ ROUTES: list[tuple[str, str]] = [
     ("PUT", "/pallas/api/settings/gate/1"),
     ("GET", "/pallas/api/openapi.json"),
     ("GET", "/pallas/overview"),
+    ("GET", "/pallas/sandbox"),
+    ("POST", "/pallas/sandbox/试聊/say"),
+    ("GET", "/pallas/sandbox/试聊/events"),
 ]
+
+
+def answered_as_api(path: str) -> bool:
+    """API routes (and the sandbox's own calls) answer 401; pages send to the login."""
+    return path.startswith("/pallas/api") or path.startswith("/pallas/sandbox/")
 
 
 def reply(words: str) -> Reply:
@@ -100,7 +108,7 @@ async def test_every_route_refuses_without_the_token(
 ) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         response = await http.request(method, path, headers=headers, json={})
-        if path.startswith("/pallas/api"):
+        if answered_as_api(path):
             assert response.status_code == 401, (headers, response.text)
         else:  # a page sends the browser to the login
             assert response.status_code == 303
@@ -110,7 +118,7 @@ async def test_every_route_refuses_without_the_token(
         http.cookies.clear()
         http.cookies.set("pallas_session", session)
         response = await http.request(method, path, json={})
-        assert response.status_code == (401 if path.startswith("/pallas/api") else 303)
+        assert response.status_code == (401 if answered_as_api(path) else 303)
 
 
 async def test_health_needs_no_token(http: httpx.AsyncClient) -> None:

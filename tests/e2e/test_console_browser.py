@@ -211,6 +211,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "persona": f"/pallas/settings/persona/{SELF_ID}",
         "jobs": "/pallas/jobs",
         "models": "/pallas/models",
+        "sandbox": "/pallas/sandbox",
     }
     folder = os.environ.get("PALLAS_SCREENSHOTS", "")
     for name, path in paths.items():
@@ -226,3 +227,42 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
                 await page.screenshot(path=str(target), full_page=True)
     await page.goto(f"/pallas/chats/{sid}")
     assert XSS in await page.inner_text("main")  # shown as the text it is
+
+
+async def test_a_sandbox_conversation_gets_the_models_reply_through_the_real_path(
+    page: Page, bot: BotProcess, model: FakeModelServer
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await page.set_viewport_size(DESKTOP)
+    await page.goto("/pallas/sandbox?chat=试聊")
+    model.script(CHAT, call("reply", text="你好呀\n我是牛牛"))
+    await page.fill("#text", "你好，你是谁")
+    await page.check("#at")
+    await page.click("#send")
+    await page.locator(".line.bot", has_text="我是牛牛").wait_for(timeout=20_000)
+    assert await page.locator(".line.bot", has_text="你好呀").count() == 1  # two bubbles
+    if folder := os.environ.get("PALLAS_SCREENSHOTS", ""):
+        for width_name, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            await page.set_viewport_size(size)
+            target = Path(folder) / f"console-sandbox-talk-{width_name}.png"
+            await page.screenshot(path=str(target), full_page=True)
+    rows = timeline.query(
+        "SELECT s.platform, m.text, m.from_bot FROM message m JOIN stream s "
+        "ON s.id = m.stream_id WHERE s.external_id = '试聊' ORDER BY m.id"
+    )
+    assert {row["platform"] for row in rows} == {"sandbox"}  # stored like any chat, marked
+    assert [row["text"] for row in rows if row["from_bot"]] == ["你好呀", "我是牛牛"]
+    prompt = json.dumps(model.requests_for(CHAT)[-1].body["messages"], ensure_ascii=False)
+    assert "你好，你是谁" in prompt
+
+    status = """async (size) => (await fetch("/pallas/sandbox/试聊/say", {method: "POST",
+      headers: {"Content-Type": "application/json",
+                "X-CSRF-Token": document.getElementById("say").dataset.csrf},
+      body: JSON.stringify({member: "sandbox-1", name: "小明",
+                            text: "啊".repeat(size)})})).status"""
+    assert await page.evaluate(status, 1_000_000) == 413  # a megabyte: refused, clearly
+    assert await page.evaluate(status, 3_000) == 422  # over the 2,000 characters a line may have
+    no_csrf = """async () => (await fetch("/pallas/sandbox/试聊/say", {method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({member: "sandbox-1", name: "小明", text: "hi"})})).status"""
+    assert await page.evaluate(no_csrf) == 403
