@@ -19,6 +19,7 @@ LAYERS = [
     ("pallas.product", 2),
     ("pallas.console", 3),
     ("pallas.app", 4),
+    ("pallas.__main__", 4),  # an entry point, like bot.py: `python -m pallas doctor`
     ("packages", 5),
     ("bot", 6),
 ]

@@ -1,0 +1,93 @@
+"""`python -m pallas doctor` as an owner runs it: a real child process against the real bot,
+the fake model server and the fake NapCat; each problem named with what to do."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from pallas.console.doctor import Finding, line_of, report
+from tests.support.bot_process import REPO_ROOT, BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, Status
+from tests.support.fake_napcat import FakeNapCat
+from tests.support.fixtures import ACCESS_TOKEN
+
+SELF_ID = 46_801
+CHAT = "doctor-chat"
+
+
+async def doctor(workdir: Path, env: dict[str, str]) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pallas", "doctor",
+        cwd=workdir, env={**env, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    return int(process.returncode or 0), out.decode()
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer(default=Reply("pong")) as server:
+        yield server
+
+
+async def test_everything_fine_is_said_so_and_exits_0(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": CHAT, "LLM_API_KEY": "sk-doctor"}
+    bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
+    bot.start()
+    try:
+        await bot.wait_ready()
+        napcat = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
+        await napcat.connect()
+        try:
+            code, out = await doctor(tmp_path, bot.env())
+        finally:
+            await napcat.close()
+    finally:
+        bot.stop()
+    assert code == 0, out
+    assert f"✓ 模型 {CHAT}（chat、tool）能用" in out
+    assert "结构是最新的" in out and f"NapCat 已连接：账号 {SELF_ID}" in out
+    assert out.startswith("✓ 配置（.env）读得懂") and out.strip().endswith("都没问题。")
+    ping = model.requests_for(CHAT)[-1].body
+    assert ping["max_tokens"] == 1  # one tiny call, not a conversation
+
+
+async def test_a_model_that_refuses_and_no_running_bot_are_named_with_what_to_do(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    model.script(CHAT, Status(401, "bad key"))
+    env = {
+        "LLM_BASE_URL": model.base_url,
+        "LLM_MODEL": CHAT,
+        "LLM_API_KEY": "sk-wrong",
+        "HOST": "127.0.0.1",
+        "PORT": "1",  # nothing listens there
+        "PALLAS_DATA_DIR": str(tmp_path / "data"),
+    }
+    code, out = await doctor(tmp_path, env)
+    assert code == 1, out
+    assert f"✗ 模型 {CHAT}（chat、tool）调用失败" in out and "检查 quick 的地址" in out
+    assert "✗ 机器人没有在 127.0.0.1:1 运行" in out and "python bot.py" in out
+    assert "数据库还没有" in out and not (tmp_path / "data").exists()  # nothing written
+
+
+async def test_a_bad_env_file_is_named_and_nothing_else_is_tried(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("PORT=not-a-number\n", encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin"}
+    code, out = await doctor(tmp_path, env)
+    assert code == 1 and "✗ 配置（.env）有错" in out and "PORT" in out, out
+
+
+def test_the_report_counts_what_needs_fixing() -> None:
+    lines: list[str] = []
+    code = report([Finding(True, "好"), Finding(False, "坏", "修")], lines.append)
+    assert code == 1 and lines == ["✓ 好", "✗ 坏\n    怎么办：修", "有 1 处要处理。"]
+    assert line_of(Finding(True, "好")) == "✓ 好"
