@@ -58,6 +58,7 @@ from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, p
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
+from pallas.product.settings.features import FeatureGate, features_section, notices_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import gate_section, persona_section
 from pallas.providers.call_log import CallLog
@@ -77,6 +78,7 @@ from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
+from pallas.store.settings_table import SettingsTable
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
@@ -156,6 +158,7 @@ class Runtime:
     promises: PromiseStore
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
+    features: FeatureGate  # each group's feature switches, asked by the stages
     silence: SilenceStage
     # The SQLite write lock (a lock of their own for writers on PostgreSQL).
     write_lock: asyncio.Lock
@@ -201,6 +204,8 @@ class Runtime:
         jobs.every(PRUNE)
         agent_config = load_agent_config()
         voice = BotVoiceStore(engine, write_lock=lock)
+        table = SettingsTable(engine, write_lock=lock)
+        features = FeatureGate(table)
         context_sources: list[ContextSource] = []
         preparers: list[TurnPreparer] = []
         reply_forms: list[ReplyForm] = []
@@ -252,6 +257,7 @@ class Runtime:
             clock=utc_now,
             data_dir=settings.pallas_data_dir,
             names=outlet.nickname,
+            features=features,
         )
         tools = build_tools(
             engine,
@@ -309,7 +315,10 @@ class Runtime:
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
-            settings_registry=_registry(engine, policies, voice, agent_config, settings),
+            settings_registry=_registry(
+                RegistryParts(engine, policies, voice, table), agent_config, settings
+            ),
+            features=features,
             outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
@@ -330,6 +339,7 @@ class Runtime:
             clock=self.runner.clock,
             superusers=frozenset(self.settings.superusers),
             extraction_tools=self.extraction_tools,
+            features=self.features,
         )
 
     def media_host(self, client: httpx.AsyncClient) -> MediaHost:
@@ -349,6 +359,7 @@ class Runtime:
             library=self.sticker_library,
             clock=self.runner.clock,
             client=client,
+            features=self.features,
         )
 
     def persona_host(self) -> PersonaHost:
@@ -502,18 +513,23 @@ def _agent(
     )
 
 
-def _registry(
-    engine: AsyncEngine,
-    policies: PolicyBook,
-    voice: BotVoiceStore,
-    config: AgentConfig,
-    settings: Settings,
-) -> SettingsRegistry:
+@dataclass(frozen=True)
+class RegistryParts:
+    engine: AsyncEngine
+    policies: PolicyBook
+    voice: BotVoiceStore
+    table: SettingsTable
+
+
+def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> SettingsRegistry:
+    """The core's settings sections, in the order the console lists them."""
     registry = SettingsRegistry()
-    registry.register(gate_section(engine, policies))
+    registry.register(gate_section(parts.engine, parts.policies))
+    registry.register(features_section(parts.table))
+    registry.register(notices_section(parts.table))
     persona = seed_persona(config, tuple(settings.nickname))
     seed = StoredPersona(persona.name, persona.description, persona.style)
-    registry.register(persona_section(voice, seed, utc_now))
+    registry.register(persona_section(parts.voice, seed, utc_now))
     return registry
 
 

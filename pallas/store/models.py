@@ -485,3 +485,15 @@ class ScanCursor(Base):
     after_time: Mapped[datetime] = mapped_column(UtcDateTime())
     after_message_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class SettingValues(Base):
+    """One settings section's stored values for one scope (a chat, an account, or "global"):
+    only what differs from the section's defaults (pallas/product/settings)."""
+
+    __tablename__ = "setting"
+
+    section: Mapped[str] = mapped_column(String(32), primary_key=True)
+    scope_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    values: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
-from tests.support.fake_napcat import FakeNapCat, text
+from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
@@ -126,8 +126,10 @@ async def test_health_needs_no_token(http: httpx.AsyncClient) -> None:
     assert response.status_code == 200 and response.json()["ok"] is True
 
 
-async def talk(napcat: FakeNapCat, timeline: TimelineDb, words: str) -> dict[str, Any]:
-    event = napcat.group_message(GROUP, MEMBER, [text(words)], nickname="<b>阿明</b>")
+async def talk(
+    napcat: FakeNapCat, timeline: TimelineDb, words: str, user: int = MEMBER
+) -> dict[str, Any]:
+    event = napcat.group_message(GROUP, user, [text(words)], nickname="<b>阿明</b>")
     await napcat.send_event(event)
     await wait_for(lambda: timeline.messages(event["message_id"]), timeout=10, what="stored")
     return event
@@ -207,6 +209,47 @@ async def test_bad_settings_are_refused_with_the_field_named_and_nothing_saved(
     assert (await http.get(path, headers=BEARER)).json() == before  # nothing half-saved
     assert (await http.get("/pallas/api/settings/gate/999999", headers=BEARER)).status_code == 404
     assert (await http.get("/pallas/api/settings/nope/1", headers=BEARER)).status_code == 404
+
+
+async def test_switches_set_through_the_api_apply_to_the_next_message(
+    http: httpx.AsyncClient, bot: BotProcess, napcat: FakeNapCat, model: FakeModelServer
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await talk(napcat, timeline, "热身")
+    sid = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(GROUP))
+    off = await http.put(f"/pallas/api/settings/gate/{sid}", json={"model_chat": False},
+                         headers=BEARER)  # fmt: skip
+    assert off.status_code == 200
+    calls = len(model.requests_for(CHAT))
+    event = napcat.group_message(GROUP, MEMBER, [at(SELF_ID), text(" 在吗")])
+    await napcat.send_event(event)
+    await wait_for(lambda: _reason(timeline, event) == "chat_off", timeout=10, what="chat_off")
+    assert len(model.requests_for(CHAT)) == calls  # no model call at all
+
+    sections = {s["key"] for s in (await http.get("/pallas/api/settings", headers=BEARER)).json()}
+    assert {"gate", "features", "notices", "persona"} <= sections
+    quiet = await http.put(f"/pallas/api/settings/features/{sid}", json={"repeat": False},
+                           headers=BEARER)  # fmt: skip
+    assert quiet.status_code == 200
+    sends = len(napcat.calls_to("send_group_msg"))
+    for user in (MEMBER, MEMBER + 1):
+        await talk(napcat, timeline, "复读机启动", user)
+    second = napcat.group_message(GROUP, MEMBER + 2, [text("看不到复读")])
+    await napcat.send_event(second)
+    await wait_for(lambda: timeline.messages(second["message_id"]), timeout=10, what="stored")
+    assert len(napcat.calls_to("send_group_msg")) == sends  # switched off: nothing repeated
+    repeats = timeline.scalar(
+        "SELECT COUNT(*) FROM event WHERE kind = 'stage_handled' AND reason = 'repeated'"
+    )
+    assert repeats == 0
+
+
+def _reason(timeline: TimelineDb, event: dict[str, Any]) -> str | None:
+    return timeline.scalar(
+        "SELECT e.reason FROM event e JOIN message m ON m.id = e.message_id "
+        "WHERE e.kind = 'gate_dropped' AND m.platform_message_id = ?",
+        str(event["message_id"]),
+    )
 
 
 async def test_failed_logins_are_rate_limited(http: httpx.AsyncClient) -> None:

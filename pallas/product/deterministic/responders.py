@@ -30,6 +30,7 @@ from pallas.product.conversation.ingress import (
 from pallas.product.deterministic.notices import (
     NOTICES_FILE,
     OFF,
+    GroupNotices,
     decide_notice,
     load_notices,
     render_notice,
@@ -48,6 +49,7 @@ from pallas.product.deterministic.repeat import (
     decide_repeat,
     segments_key,
 )
+from pallas.product.settings.features import Feature, FeatureGate
 from pallas.store.outbox import OutboxStore
 from pallas.store.recent import TimelineLine, bot_pokes_since, lines_up_to
 from pallas.store.sql import BoundedCache
@@ -68,6 +70,7 @@ class ResponderDeps:
     clock: Callable[[], datetime]
     data_dir: Path
     names: NameLookup
+    features: FeatureGate  # each group's switches (repeat, notices) and notice lines
 
 
 class LastContent:
@@ -99,6 +102,8 @@ class RepeatStage:
         msg = stored.message
         key = segments_key(msg.text, msg.segments, is_poke=msg.is_poke)
         if not self._last.may_repeat(stored.stream_id, key):
+            return CONTINUE
+        if not await self._deps.features.allows(stored.stream_id, Feature.REPEAT):
             return CONTINUE
         rows = await lines_up_to(
             self._deps.engine, msg.stream, msg.platform_message_id, REPEAT_WINDOW
@@ -174,8 +179,9 @@ class NoticeStage:
 
     async def on_member_change(self, stored: StoredChange) -> StageResult:
         change = stored.change
-        groups = load_notices(self._deps.data_dir / NOTICES_FILE)
-        template = decide_notice(change, groups.get(change.stream.external_id, OFF))
+        if not await self._deps.features.allows(stored.stream_id, Feature.NOTICES):
+            return CONTINUE
+        template = decide_notice(change, await self._settings(stored))
         if template is None:
             return CONTINUE
         name = await self._name(change.stream.self_id, change.user_id)
@@ -186,6 +192,18 @@ class NoticeStage:
         key = f"{kind}:{stored.stream_id}:{change.user_id}:{int(change.time.timestamp())}"
         await self._deps.sender.send(OutgoingMessage(action, stored.stream_id, segments, key))
         return StageResult(Verdict.CONTINUE, kind, action)
+
+    async def _settings(self, stored: StoredChange) -> GroupNotices:
+        """The group's notices from the store; the older notices.json file only for a group
+        that never set them in the console."""
+        kept = await self._deps.features.notices(stored.stream_id)
+        if kept is not None:
+            return GroupNotices(
+                welcome=kept.welcome_text if kept.welcome else False,
+                farewell=kept.farewell_text if kept.farewell else False,
+            )
+        groups = load_notices(self._deps.data_dir / NOTICES_FILE)
+        return groups.get(stored.change.stream.external_id, OFF)
 
     async def _name(self, self_id: str, user_id: str) -> str:
         try:

@@ -33,6 +33,7 @@ from pallas.product.media.sticker_habit import HABIT_KIND, HABIT_SCAN, HabitDeps
 from pallas.product.media.sticker_tools import sticker_tools
 from pallas.product.media.stickers import StickerReply, sticker_receipts
 from pallas.product.media.voice import VoiceReply
+from pallas.product.settings.features import FeatureGate
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetStore
@@ -63,6 +64,7 @@ class MediaHost:
     library: StickerLibrary
     clock: Callable[[], datetime]
     client: httpx.AsyncClient
+    features: FeatureGate | None = None  # each group's switches (sticker replies)
 
 
 def install_media(host: MediaHost, config: MediaConfig) -> None:
@@ -135,4 +137,4 @@ def _stickers(host: MediaHost, config: MediaConfig) -> None:
         )
     )
     if config.sticker_replies:
-        host.reply_forms.append(StickerReply(host.library, rng))
+        host.reply_forms.append(StickerReply(host.library, rng, host.features))

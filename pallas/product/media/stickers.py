@@ -24,6 +24,7 @@ from pallas.product.conversation.delivery.contract import OutgoingMedia
 from pallas.product.conversation.delivery.dispatcher import ReceiptListener
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext, FormEvent, ReplyShape
+from pallas.product.settings.features import Feature, FeatureGate
 from pallas.store.audit import EventKind
 from pallas.store.outbox import OutboxRow
 from pallas.store.sticker_library import LibrarySticker, StickerLibrary
@@ -80,14 +81,24 @@ class StickerReply:
 
     name = "sticker"
 
-    def __init__(self, library: StickerLibrary, rng: Callable[[], random.Random]) -> None:
+    def __init__(
+        self,
+        library: StickerLibrary,
+        rng: Callable[[], random.Random],
+        features: FeatureGate | None = None,
+    ) -> None:
         self._library = library
         self._rng = rng
+        self._features = features
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
         wanted = [i.value for i in context.intents if i.kind is IntentKind.STICKER and i.value]
         chosen = context.choices.get(CHOSEN)
         if not wanted and not chosen:
+            return reply
+        if self._features and not await self._features.allows(
+            context.turn.stream_id, Feature.STICKERS
+        ):  # switched off here: a sticker-only reply says its feeling in words
             return reply
         stickers = await self._library.enabled()
         sticker = next((s for s in stickers if s.sha256 == chosen), None)

@@ -12,8 +12,9 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.jobs.registry import Jobs
-from pallas.product.conversation.turns.observers import TurnObservers
-from pallas.product.llm.assembler.context import ContextSource
+from pallas.product.conversation.turns.observers import TurnEnded, TurnObserver, TurnObservers
+from pallas.product.conversation.turns.turn import Turn
+from pallas.product.llm.assembler.context import ContextBlock, ContextSource
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.decay import DECAY, DECAY_KIND, run_decay
@@ -28,6 +29,7 @@ from pallas.product.memory.extraction import (
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.tools import memory_tools
+from pallas.product.settings.features import Feature, FeatureGate
 from pallas.providers.manager import ModelManager
 from pallas.store.memory import MemoryStore
 
@@ -49,6 +51,7 @@ class MemoryHost:
     superusers: frozenset[str] = frozenset()
     # Features' tools in the extraction call (persona's relation notes); a shared list.
     extraction_tools: list[ExtractionTool] = field(default_factory=list)
+    features: FeatureGate | None = None  # each group's switch: memory on or off there
 
 
 def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
@@ -69,15 +72,50 @@ def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
     host.jobs.handle(DECAY_KIND, partial(run_decay, store=host.store, clock=host.clock))
     host.jobs.every(DECAY)
     if extraction_model_type(host.models) is not None:
-        host.observers.register(MemoryObserver(host.jobs, config))
+        host.observers.register(_observer(MemoryObserver(host.jobs, config), host.features))
     else:  # recall of what is stored still runs; nothing new is extracted
         logger.info("memory: no model that can call tools is registered; nothing is extracted")
     host.sources.extend(
         [
-            MemoryRecall(host.engine, config, host.clock, embedder),
-            BehaviorGuidance(host.store, config),
+            _source(MemoryRecall(host.engine, config, host.clock, embedder), host.features),
+            _source(BehaviorGuidance(host.store, config), host.features),
         ]
     )
     host.registry.register_plugin(
         FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(host.store))
     )
+
+
+class _SwitchedSource:
+    """A memory context source that says nothing in a group whose memory is switched off."""
+
+    def __init__(self, source: ContextSource, features: FeatureGate) -> None:
+        self.name = source.name
+        self._source = source
+        self._features = features
+
+    async def fetch(self, turn: Turn) -> ContextBlock | None:
+        if not await self._features.allows(turn.stream_id, Feature.MEMORY):
+            return None
+        return await self._source.fetch(turn)
+
+
+class _SwitchedObserver:
+    """The extraction's observer, silent in a group whose memory is switched off."""
+
+    def __init__(self, observer: TurnObserver, features: FeatureGate) -> None:
+        self.name = observer.name
+        self._observer = observer
+        self._features = features
+
+    async def turn_ended(self, ended: TurnEnded) -> None:
+        if await self._features.allows(ended.stream_id, Feature.MEMORY):
+            await self._observer.turn_ended(ended)
+
+
+def _source(source: ContextSource, features: FeatureGate | None) -> ContextSource:
+    return source if features is None else _SwitchedSource(source, features)
+
+
+def _observer(observer: TurnObserver, features: FeatureGate | None) -> TurnObserver:
+    return observer if features is None else _SwitchedObserver(observer, features)

@@ -17,6 +17,7 @@ from pallas.store import kernel_state
 from pallas.store.bot_voice import PERSONA_FIELDS, BotVoiceStore, StoredPersona
 
 GATE_TITLES = {
+    "model_chat": "用模型聊天",
     "must_reply_on_mention": "被 @ 必回",
     "answer_public_questions": "接群里的公开提问",
     "join_hot_conversations": "热闹时插话",
@@ -37,6 +38,7 @@ GATE_TITLES = {
     "timezone": "时区",
 }
 GATE_HELPS = {
+    "model_chat": "关掉后这个群里不再调用模型（戳回去、复读这些照旧）",
     "max_replies_in_window": "被直接叫到（@、叫名字、回复、戳）不受这个限制",
     "quiet_hours": "每行一段，比如 00:30-08:00；睡觉时只有 @ 会叫醒",
     "ambient_probability": "0 到 1；0 就是从不主动插话",

@@ -25,9 +25,11 @@ from pallas.product.deterministic.responders import (
     RepeatStage,
     ResponderDeps,
 )
+from pallas.product.settings.features import FeatureGate
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, OutboxItem
 from pallas.store.outbox import OutboxStore
+from pallas.store.settings_table import SettingsTable
 from pallas.store.timeline import TimelineWriter
 from tests.product.conversation.delivery.test_outbox import Outlet
 from tests.product.conversation.test_stages import Own, Scripted
@@ -75,6 +77,7 @@ async def scene(
         clock=lambda: T0,
         data_dir=tmp_path,
         names=nickname,
+        features=FeatureGate(SettingsTable(engine)),
     )
     gate = Scripted("gate")
     stages = [PokeBackStage(deps), NoticeStage(deps), RepeatStage(deps), gate]
@@ -170,3 +173,35 @@ async def test_a_slow_name_lookup_falls_back_to_the_number(scene: Scene) -> None
     assert result.reason == "welcome"
     [(_, _, _, payload)] = await scene.rows()
     assert payload["text"] == "333 来了"
+
+
+async def switch(table: SettingsTable, section: str, values: dict[str, object]) -> None:
+    """What the console's settings page stores for the group (stream 1, group 500), through
+    the one table the stages read (its cache learns every write)."""
+    await table.save(section, "1", values, T0)
+
+
+async def test_repeat_switched_off_for_the_group_repeats_nothing(scene: Scene) -> None:
+    await said(scene, "1", "先占个座")  # the group's stream exists from here on
+    table = SettingsTable(scene.engine)
+    scene.deps.features = FeatureGate(table)
+    await switch(table, "features", {"repeat": False})
+    await said(scene, "1", "草")
+    await said(scene, "2", "草")
+    assert scene.gate.seen == ["先占个座", "草", "草"]  # both went on to the gate
+    assert await scene.rows() == []
+
+
+async def test_stored_notices_win_over_the_file_and_the_switch_stops_them(scene: Scene) -> None:
+    file = {"500": {"welcome": "文件里的欢迎 {name}"}}
+    (scene.deps.data_dir / "notices.json").write_text(json.dumps(file), encoding="utf-8")
+    await said(scene, "1", "在吗")
+    table = SettingsTable(scene.engine)
+    scene.deps.features = FeatureGate(table)
+    await switch(table, "notices", {"welcome": True, "welcome_text": "欢迎 {name} 来玩"})
+    await scene.ingress.accept(member_change("321", joined=True))
+    [row] = await scene.rows()
+    assert row[3]["segments"] == [{"kind": "text", "text": "欢迎 昵称321 来玩"}]
+    await switch(table, "features", {"notices": False})
+    await scene.ingress.accept(replace(member_change("322", joined=True), time=T0))
+    assert len(await scene.rows()) == 1  # switched off: nobody else is greeted

@@ -4,6 +4,7 @@ No model, no I/O, no clock: the caller gathers facts from the store and passes t
 The order of the rules is the specification (docs/gating.md explains each):
 
 1. the bot's own message                       -> drop  self_message
+   model chat switched off for this chat        -> drop  chat_off
 2. a poke beyond the poke budget of the window  -> drop  poke_flood
 3. a private conversation                       -> force direct_conversation
 4. a real @ in a group that must answer @       -> force mentioned
@@ -32,6 +33,7 @@ class Outcome(StrEnum):
 
 class Reason(StrEnum):
     SELF_MESSAGE = "self_message"
+    CHAT_OFF = "chat_off"
     POKE_FLOOD = "poke_flood"
     DIRECT_CONVERSATION = "direct_conversation"
     MENTIONED = "mentioned"
@@ -111,6 +113,8 @@ class Disposition:
 def decide_disposition(req: GateRequest, policy: GatePolicy) -> Disposition:
     if req.is_self_message:
         return Disposition(Outcome.DROP, Reason.SELF_MESSAGE)
+    if not policy.model_chat:
+        return Disposition(Outcome.DROP, Reason.CHAT_OFF)
     if req.poked_me and req.pokes_in_window > policy.poke_limit:
         # Before the signals: a poke storm always lands inside the natural window.
         return Disposition(Outcome.DROP, Reason.POKE_FLOOD)

@@ -19,6 +19,7 @@ _RANGE = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
 class GatePolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    model_chat: bool = True  # false: no model turns in this chat (responders still answer)
     must_reply_on_mention: bool = True
     poke_window_s: float = Field(300, gt=0, le=MAX_WINDOW_S)
     poke_limit: int = Field(3, ge=0)

@@ -194,6 +194,24 @@ def test_signals_are_reported_even_when_dropped() -> None:
     assert decided.signals == {Signal.CALLED_BY_NAME, Signal.PUBLIC_QUESTION}
 
 
+@pytest.mark.parametrize(
+    "req",
+    [
+        replace(GROUP, mentioned_me=True),  # even an @, which is otherwise forced
+        GateRequest(kind=StreamKind.PRIVATE),  # even a private chat
+        replace(GROUP, poked_me=True, pokes_in_window=1),
+        replace(GROUP, called_by_name=True, ambient=AmbientChance(roll=0.0)),
+    ],
+)
+def test_model_chat_off_drops_everything_but_the_bots_own(req: GateRequest) -> None:
+    off = POLICY.with_overrides({"model_chat": False})
+    decided = decide_disposition(req, off)
+    assert (decided.outcome, decided.reason) == (Outcome.DROP, Reason.CHAT_OFF)
+    own = decide_disposition(replace(req, is_self_message=True), off)
+    assert own.reason is Reason.SELF_MESSAGE  # the bot's own message keeps its own reason
+    assert decide_disposition(req, POLICY).reason is not Reason.CHAT_OFF
+
+
 def test_must_reply_off_lets_an_at_deliberate_and_sleep() -> None:
     relaxed = POLICY.with_overrides({"must_reply_on_mention": False})
     assert decide_disposition(replace(GROUP, mentioned_me=True), relaxed).outcome is (
