@@ -59,6 +59,7 @@ from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
 from pallas.product.settings.features import FeatureGate, features_section, notices_section
+from pallas.product.settings.models_section import models_section, restore_model_choice
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import gate_section, persona_section
 from pallas.providers.call_log import CallLog
@@ -316,7 +317,7 @@ class Runtime:
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=_registry(
-                RegistryParts(engine, policies, voice, table), agent_config, settings
+                RegistryParts(engine, policies, voice, table, models), agent_config, settings
             ),
             features=features,
             outlet=outlet,
@@ -418,6 +419,7 @@ class Runtime:
         if not self.models.catalog.empty:
             self.call_log.open()
         await self.tools.book.purge_essential_switches(utc_now())
+        await restore_model_choice(self.settings_registry)
         await self.dispatcher.recover()
         self.dispatcher.start()
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
@@ -519,6 +521,7 @@ class RegistryParts:
     policies: PolicyBook
     voice: BotVoiceStore
     table: SettingsTable
+    models: ModelManager
 
 
 def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> SettingsRegistry:
@@ -527,6 +530,7 @@ def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> 
     registry.register(gate_section(parts.engine, parts.policies))
     registry.register(features_section(parts.table))
     registry.register(notices_section(parts.table))
+    registry.register(models_section(parts.table, parts.models))
     persona = seed_persona(config, tuple(settings.nickname))
     seed = StoredPersona(persona.name, persona.description, persona.style)
     registry.register(persona_section(parts.voice, seed, utc_now))

@@ -206,6 +206,8 @@ async def check_scope(deps: ConsoleDeps, key: str, scope_id: str) -> None:
             raise HTTPException(404, f"没有群聊 {scope_id}")
     elif section.scope is Scope.ACCOUNT and not scope_id.isdigit():
         raise HTTPException(404, f"没有账号 {scope_id}")
+    elif section.scope is Scope.GLOBAL and scope_id != "global":
+        raise HTTPException(404, "全局设置的范围写作 global")
 
 
 def openapi_route(app: FastAPI, door: Door) -> APIRouter:

@@ -142,15 +142,24 @@ def merged(section: Section, stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def validate(section: Section, stored: Mapping[str, Any]) -> BaseModel:
-    """The section with `stored` applied, or every field's problem (pure)."""
+    """The section with `stored` applied, or every field's problem (pure but for the
+    dynamic options, which are asked now: a choice must be one the bot has now)."""
     try:
-        return section.model.model_validate(merged(section, stored))
+        checked = section.model.model_validate(merged(section, stored))
     except ValidationError as exc:
         problems: dict[str, str] = {}
         for error in exc.errors():
             name = str(error["loc"][0]) if error["loc"] else "section"
             problems.setdefault(name, _chinese(error))
         raise SettingsError(problems) from None
+    wrong = {
+        name: "不是可选的值"
+        for name, options in section.options.items()
+        if getattr(checked, name) not in options()
+    }
+    if wrong:
+        raise SettingsError(wrong)
+    return checked
 
 
 def _chinese(error: Mapping[str, Any]) -> str:
@@ -158,6 +167,8 @@ def _chinese(error: Mapping[str, Any]) -> str:
     ctx = error.get("ctx") or {}
     if kind.startswith(("greater_than", "less_than")):
         bound = next(iter(ctx.values()), "")
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # "不能大于 1", not "1.0"
         words = {
             "greater_than": "要大于",
             "greater_than_equal": "不能小于",
