@@ -130,6 +130,11 @@ def decided(timeline: TimelineDb, message_id: int) -> bool:
 async def test_an_owner_signs_in(page: Page, napcat: FakeNapCat, bot: BotProcess) -> None:
     await page.goto("/pallas/overview")
     assert page.url.endswith("/pallas/login")  # not signed in yet
+    if folder := os.environ.get("PALLAS_SCREENSHOTS", ""):
+        for width_name, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            await page.set_viewport_size(size)
+            await page.screenshot(path=str(Path(folder) / f"console-login-{width_name}.png"))
+        await page.set_viewport_size(DESKTOP)
     await page.fill("#token", "wrong")
     await page.click("#login")
     assert "令牌不对" in await page.inner_text("#login-error")
@@ -195,8 +200,11 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
     page: Page, napcat: FakeNapCat, bot: BotProcess
 ) -> None:
     timeline = TimelineDb(bot.db_path)
-    await said(napcat, timeline, PRANKSTER, f"看看这个{XSS}", nickname=f"<script>x</script>{XSS}")
+    event = await said(
+        napcat, timeline, PRANKSTER, f"看看这个{XSS}", nickname=f"<script>x</script>{XSS}"
+    )
     sid = stream_id(timeline)
+    turn = timeline.scalar("SELECT MAX(turn_id) FROM event WHERE kind = 'turn_finished'")
     person = timeline.scalar(
         "SELECT person_id FROM identity WHERE user_id = ?", str(PRANKSTER)
     )
@@ -204,11 +212,15 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "overview": "/pallas/overview",
         "chats": "/pallas/chats",
         "chat": f"/pallas/chats/{sid}",
+        "explain": f"/pallas/messages/{our_id(timeline, event)}",
+        "trace": f"/pallas/turns/{turn}",
         "persons": "/pallas/persons",
         "person": f"/pallas/persons/{person}",
         "settings": "/pallas/settings",
         "gate": f"/pallas/settings/gate/{sid}",
         "persona": f"/pallas/settings/persona/{SELF_ID}",
+        "features": f"/pallas/settings/features/{sid}",
+        "model-choice": "/pallas/settings/models/global",
         "jobs": "/pallas/jobs",
         "models": "/pallas/models",
         "sandbox": "/pallas/sandbox",
