@@ -51,6 +51,7 @@ _deps = ConsoleDeps(
     ingress=_runtime.ingress,
     sandbox=_runtime.outlet.sandbox,
     hub=_runtime.outlet.sandbox.hub,
+    tools=_runtime.tools,
 )
 app.include_router(door_routes(_door))
 app.include_router(build_api(_deps))

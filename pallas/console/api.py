@@ -7,6 +7,7 @@ token (guard.py); health, outside this router, does not.
   GET  persons?q=, persons/{id}          what the bot keeps about someone
   POST persons/{id}/lift, DELETE notes/{id}, POST memory/{id}/forget   corrections
   GET  jobs, models, promises?self_id=   durable work, models and cost, promises
+  GET  tools; POST tools/{kind}/{name}?on=   tools, plugins and skills; their switches
   GET  settings, settings/{key}/{scope}; PUT settings/{key}/{scope}    the registry
   GET  openapi.json                      this API, described
 """
@@ -21,11 +22,14 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.console.charts import by_day
 from pallas.console.guard import Door, Visitor, visitor
 from pallas.console.overview import Overview, overview
+from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.core.inbound import StreamKind
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.product.conversation.ingress import Ingress
+from pallas.product.llm.tools.toolset import ToolSetup
 from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
 from pallas.providers.catalog import Catalog
 from pallas.store import console_reads
@@ -58,6 +62,7 @@ class ConsoleDeps:
     ingress: Ingress
     sandbox: SandboxOutlet
     hub: SandboxHub
+    tools: ToolSetup  # the tools, plugins and skills, and their switches
 
 
 def build_api(deps: ConsoleDeps) -> APIRouter:
@@ -161,11 +166,29 @@ def _work(router: APIRouter, deps: ConsoleDeps) -> None:
     async def get_models(days: int = Query(7, ge=1, le=90)) -> dict[str, Any]:
         now = deps.clock()
         report = await cost_report(deps.engine, now - timedelta(days=days), now)
+        rows = await console_reads.call_costs(deps.engine, now - timedelta(days=days), now)
         models = [
             {"name": m.name, "provider": m.provider, "types": sorted(t.value for t in m.types)}
             for m in deps.catalog.models
         ]
-        return {"models": models, "cost": asdict(report), "total_cost": report.total_cost}
+        return {
+            "models": models,
+            "cost": asdict(report),
+            "total_cost": report.total_cost,
+            "by_day": [asdict(day) for day in by_day(rows, now, days)],
+        }
+
+    @router.get("/tools", tags=["tools"])
+    async def get_tools() -> list[dict[str, Any]]:
+        return [asdict(item) for item in await inventory(deps.tools)]
+
+    @router.post("/tools/{kind}/{name}", tags=["tools"])
+    async def set_tool(kind: str, name: str, on: bool = Query(...)) -> dict[str, bool]:
+        try:
+            await switch(deps.tools, kind, name, on, deps.clock())
+        except SwitchRefused as exc:
+            raise HTTPException(400, str(exc)) from None
+        return {"enabled": on}
 
     @router.get("/promises", tags=["persons"])
     async def get_promises(self_id: str = Query(..., max_length=64)) -> list[dict[str, Any]]:

@@ -10,16 +10,18 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pallas.console.api import ConsoleDeps, check_scope, person_detail
-from pallas.console.charts import hour_bars
+from pallas.console.charts import by_day, day_bars, hour_bars
 from pallas.console.forms import FormError, field_value, read_form
 from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import overview
+from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.product.conversation.why import step_line
 from pallas.product.settings.registry import FieldInfo, SettingsError
 from pallas.store import console_reads
@@ -155,6 +157,25 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         recent = await console_reads.recent_jobs(deps.engine, 100)
         return pages.render("jobs.html", guest, counts=counts, jobs=recent)
 
+    @router.get("/tools")
+    async def tools_page(request: Request, refused: str = "") -> Response:
+        guest = await guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        items = await inventory(deps.tools)
+        return pages.render("tools.html", guest, items=items, refused=refused[:200])
+
+    @router.post("/tools/{kind}/{name}")
+    async def tool_switch(request: Request, kind: str, name: str) -> Response:
+        form = await _form(request)
+        await pages.guest(request, form.get("csrf_token", [""])[0])
+        on = form.get("on", [""])[0] == "1"
+        try:
+            await switch(deps.tools, kind, name, on, deps.clock())
+        except SwitchRefused as exc:
+            return RedirectResponse(f"/pallas/tools?{urlencode({'refused': str(exc)})}", 303)
+        return RedirectResponse("/pallas/tools", status_code=303)
+
     @router.get("/models")
     async def models_page(request: Request) -> Response:
         guest = await guest_or_login(pages, request)
@@ -162,7 +183,11 @@ def _reading(router: APIRouter, pages: Pages) -> None:
             return guest
         now = deps.clock()
         report = await cost_report(deps.engine, now - WEEK, now)
-        return pages.render("models.html", guest, models=deps.catalog.models, report=report)
+        days = by_day(await console_reads.call_costs(deps.engine, now - WEEK, now), now, 7)
+        return pages.render(
+            "models.html", guest, models=deps.catalog.models, report=report,
+            days=days, bars=day_bars(days),
+        )  # fmt: skip
 
 
 def _people(router: APIRouter, pages: Pages) -> None:

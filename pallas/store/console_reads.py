@@ -15,6 +15,7 @@ from pallas.store.models import (
     Favorability,
     Identity,
     Job,
+    LlmCall,
     Message,
     OutboxItem,
     Person,
@@ -210,3 +211,16 @@ async def recent_jobs(engine: AsyncEngine, limit: int) -> list[dict[str, Any]]:
     )  # fmt: skip
     async with engine.connect() as conn:
         return [dict(row._mapping) for row in await conn.execute(query)]
+
+
+async def call_costs(
+    engine: AsyncEngine, since: datetime, until: datetime
+) -> list[tuple[datetime, float]]:
+    """(time, cost) of every model call in [since, until), at most MAX_ACTIVITY_ROWS."""
+    query = (
+        select(LlmCall.created_at, LlmCall.cost)
+        .where(LlmCall.created_at >= since, LlmCall.created_at < until)
+        .limit(MAX_ACTIVITY_ROWS)
+    )
+    async with engine.connect() as conn:
+        return [(time, float(cost or 0.0)) for time, cost in await conn.execute(query)]

@@ -42,6 +42,9 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/pallas/api/settings/gate/1"),
     ("PUT", "/pallas/api/settings/gate/1"),
     ("GET", "/pallas/api/openapi.json"),
+    ("GET", "/pallas/api/tools"),
+    ("POST", "/pallas/api/tools/tool/web.fetch?on=false"),
+    ("GET", "/pallas/tools"),
     ("GET", "/pallas/overview"),
     ("GET", "/pallas/sandbox"),
     ("POST", "/pallas/sandbox/试聊/say"),
@@ -250,6 +253,27 @@ def _reason(timeline: TimelineDb, event: dict[str, Any]) -> str | None:
         "WHERE e.kind = 'gate_dropped' AND m.platform_message_id = ?",
         str(event["message_id"]),
     )
+
+
+async def test_tools_are_listed_and_switched_except_the_essential_ones(
+    http: httpx.AsyncClient,
+) -> None:
+    def state(items: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+        return next(i for i in items if i["kind"] == kind and i["name"] == name)
+
+    items = (await http.get("/pallas/api/tools", headers=BEARER)).json()
+    assert state(items, "tool", "web.fetch")["enabled"] is True
+    assert state(items, "tool", "tools.find")["essential"] is True
+    off = await http.post("/pallas/api/tools/tool/web.fetch?on=false", headers=BEARER)
+    assert off.status_code == 200
+    items = (await http.get("/pallas/api/tools", headers=BEARER)).json()
+    assert state(items, "tool", "web.fetch")["enabled"] is False
+    refused = await http.post("/pallas/api/tools/tool/tools.find?on=false", headers=BEARER)
+    assert refused.status_code == 400 and "必需" in refused.json()["detail"]
+    for path in ("/pallas/api/tools/tool/no.such?on=false", "/pallas/api/tools/kind/x?on=true",
+                 "/pallas/api/tools/skill/no-such-skill?on=false"):  # fmt: skip
+        assert (await http.post(path, headers=BEARER)).status_code == 400
+    await http.post("/pallas/api/tools/tool/web.fetch?on=true", headers=BEARER)
 
 
 async def test_failed_logins_are_rate_limited(http: httpx.AsyncClient) -> None:

@@ -223,6 +223,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "model-choice": "/pallas/settings/models/global",
         "jobs": "/pallas/jobs",
         "models": "/pallas/models",
+        "tools": "/pallas/tools",
         "sandbox": "/pallas/sandbox",
     }
     folder = os.environ.get("PALLAS_SCREENSHOTS", "")
