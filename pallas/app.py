@@ -50,6 +50,7 @@ from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
+from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
@@ -58,8 +59,9 @@ from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, p
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
+from pallas.product.settings.agent_section import agent_section
 from pallas.product.settings.features import FeatureGate, features_section, notices_section
-from pallas.product.settings.models_section import models_section, restore_model_choice
+from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import gate_section, persona_section
 from pallas.providers.call_log import CallLog
@@ -317,7 +319,9 @@ class Runtime:
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=_registry(
-                RegistryParts(engine, policies, voice, table, models), agent_config, settings
+                RegistryParts(engine, policies, voice, table, models, _reconfigure(runner)),
+                agent_config,
+                settings,
             ),
             features=features,
             outlet=outlet,
@@ -419,7 +423,7 @@ class Runtime:
         if not self.models.catalog.empty:
             self.call_log.open()
         await self.tools.book.purge_essential_switches(utc_now())
-        await restore_model_choice(self.settings_registry)
+        await self.settings_registry.restore()  # the model choice, the reply limits
         await self.dispatcher.recover()
         self.dispatcher.start()
         self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
@@ -522,6 +526,15 @@ class RegistryParts:
     voice: BotVoiceStore
     table: SettingsTable
     models: ModelManager
+    reconfigure: Callable[[AgentConfig], None]  # the agent takes new reply limits
+
+
+def _reconfigure(runner: RunnerDeps) -> Callable[[AgentConfig], None]:
+    """How new reply limits reach the agent (a test's own handler takes none)."""
+    handler = runner.handler
+    if isinstance(handler, AgentTurnHandler):
+        return handler.reconfigure
+    return lambda _config: None
 
 
 def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> SettingsRegistry:
@@ -531,6 +544,7 @@ def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> 
     registry.register(features_section(parts.table))
     registry.register(notices_section(parts.table))
     registry.register(models_section(parts.table, parts.models))
+    registry.register(agent_section(parts.table, config, parts.reconfigure))
     persona = seed_persona(config, tuple(settings.nickname))
     seed = StoredPersona(persona.name, persona.description, persona.style)
     registry.register(persona_section(parts.voice, seed, utc_now))

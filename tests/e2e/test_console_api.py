@@ -247,6 +247,30 @@ async def test_switches_set_through_the_api_apply_to_the_next_message(
     assert repeats == 0
 
 
+async def test_reply_limits_changed_in_the_console_apply_to_the_next_turn(
+    http: httpx.AsyncClient, bot: BotProcess, napcat: FakeNapCat, model: FakeModelServer
+) -> None:
+    timeline, group = TimelineDb(bot.db_path), GROUP + 1
+    changed = await http.put("/pallas/api/settings/agent/global", json={"max_bubbles": 1},
+                             headers=BEARER)  # fmt: skip
+    assert changed.status_code == 200
+    sends = len(napcat.calls_to("send_group_msg"))
+    model.script(CHAT, reply("第一句。\n第二句。\n第三句。"))
+    event = napcat.group_message(group, MEMBER, [at(SELF_ID), text(" 说三句")])
+    await napcat.send_event(event)
+    await wait_for(lambda: len(napcat.calls_to("send_group_msg")) > sends, timeout=20, what="reply")
+    await wait_for(
+        lambda: timeline.scalar("SELECT COUNT(*) FROM event WHERE kind = 'reply_queued'"),
+        timeout=10,
+        what="the reply's event",
+    )
+    payload = timeline.scalar(
+        "SELECT payload FROM event WHERE kind = 'reply_queued' ORDER BY id DESC LIMIT 1"
+    )
+    assert len(json.loads(payload)["bubbles"]) == 1  # one bubble, as the console now says
+    await http.put("/pallas/api/settings/agent/global", json={"max_bubbles": 4}, headers=BEARER)
+
+
 def _reason(timeline: TimelineDb, event: dict[str, Any]) -> str | None:
     return timeline.scalar(
         "SELECT e.reason FROM event e JOIN message m ON m.id = e.message_id "

@@ -12,7 +12,7 @@ from loguru import logger
 from pydantic import BaseModel, ConfigDict
 
 from pallas.product.settings.features import TableStorage
-from pallas.product.settings.registry import Scope, Section, SettingsRegistry
+from pallas.product.settings.registry import Scope, Section
 from pallas.providers.catalog import ModelType
 from pallas.providers.errors import NoModelError
 from pallas.providers.manager import ModelManager
@@ -45,13 +45,6 @@ class ModelChoiceStorage(TableStorage):
     async def restore(self) -> None:
         """At start-up: the choice stored last time, where those models still exist."""
         apply_choice(self._manager, await self.load(SCOPE))
-
-
-async def restore_model_choice(registry: SettingsRegistry) -> None:
-    """At start-up, when the section is registered: the stored choice, applied."""
-    storage = registry.section("models").storage
-    if isinstance(storage, ModelChoiceStorage):
-        await storage.restore()
 
 
 def apply_choice(manager: ModelManager, stored: dict[str, Any]) -> None:

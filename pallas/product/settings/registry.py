@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, get_origin
+from typing import Any, Protocol, get_origin, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -70,6 +70,14 @@ class SettingsStorage(Protocol):
     async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None: ...
 
 
+@runtime_checkable
+class Restorable(Protocol):
+    """A storage whose values act outside the store (the model manager, the agent): applied
+    again at every start."""
+
+    async def restore(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Section:
     key: str
@@ -104,6 +112,12 @@ class SettingsRegistry:
 
     def sections(self) -> list[Section]:
         return list(self._sections.values())
+
+    async def restore(self) -> None:
+        """At start-up: every section whose values act outside the store applies them."""
+        for section in self._sections.values():
+            if isinstance(section.storage, Restorable):
+                await section.storage.restore()
 
     def section(self, key: str) -> Section:
         try:

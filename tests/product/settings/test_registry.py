@@ -12,6 +12,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.gate.policy import GatePolicy
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.settings.agent_section import agent_section
 from pallas.product.settings.features import (
     Feature,
     FeatureGate,
@@ -22,7 +24,6 @@ from pallas.product.settings.features import (
 from pallas.product.settings.models_section import (
     ModelChoice,
     models_section,
-    restore_model_choice,
 )
 from pallas.product.settings.registry import (
     FieldKind,
@@ -156,12 +157,12 @@ async def test_the_model_choice_offers_the_models_the_bot_has_and_applies_them(
     again = ModelManager(catalog("fast", "smart"), ManagerDeps())
     fresh = SettingsRegistry()
     fresh.register(models_section(SettingsTable(engine), again))
-    await restore_model_choice(fresh)
+    await fresh.restore()
     assert again.candidates(ModelType.CHAT)[0].name == "smart"
     gone = ModelManager(catalog("fast"), ManagerDeps())
     without = SettingsRegistry()
     without.register(models_section(SettingsTable(engine), gone))
-    await restore_model_choice(without)  # a warning, and the automatic order
+    await without.restore()  # a warning, and the automatic order
     assert [m.name for m in gone.candidates(ModelType.CHAT)] == ["fast"]
     assert ModelChoice().chat == ""
 
@@ -185,3 +186,26 @@ async def test_feature_switches_and_notices_live_in_the_setting_table(engine: As
     with pytest.raises(SettingsError) as refused:
         await registry.update("notices", "5", {"welcome_text": ""}, T0)
     assert "welcome_text" in refused.value.problems
+
+
+async def test_reply_limits_reach_the_agent_when_saved_and_at_every_start(
+    engine: AsyncEngine,
+) -> None:
+    base = AgentConfig(max_bubbles=3)
+    applied: list[AgentConfig] = []
+    registry = SettingsRegistry()
+    registry.register(agent_section(SettingsTable(engine), base, applied.append))
+    fields = {f.name: f for f in (await registry.read("agent", "global")).fields}
+    assert fields["max_bubbles"].default == 3  # the agent file gives the defaults
+    with pytest.raises(SettingsError) as refused:
+        await registry.update("agent", "global", {"max_bubbles": 11}, T0)
+    assert refused.value.problems == {"max_bubbles": "不能大于 10"} and applied == []
+    await registry.update("agent", "global", {"max_bubbles": 1, "fallback_reply": "稍等"}, T0)
+    assert (applied[-1].max_bubbles, applied[-1].fallback_reply) == (1, "稍等")
+    assert applied[-1].context_token_budget == base.context_token_budget  # the rest as it was
+
+    started: list[AgentConfig] = []
+    later = SettingsRegistry()
+    later.register(agent_section(SettingsTable(engine), base, started.append))
+    await later.restore()
+    assert [c.max_bubbles for c in started] == [1]

@@ -87,6 +87,11 @@ class AgentTurnHandler:
     def __init__(self, deps: AgentHandlerDeps) -> None:
         self._deps = deps
 
+    def reconfigure(self, config: AgentConfig) -> None:
+        """Limits changed in the console: the next turn reads them (a turn running now
+        keeps the frame it was built with)."""
+        self._deps.config = config
+
     async def handle(self, turn: Turn) -> TurnDecision:
         if self._deps.agent is None:  # nothing would read the context: do not assemble it
             return await self._no_answer(turn, "no chat model is configured")

@@ -1,0 +1,73 @@
+"""The agent's reply limits as a settings section: the agent file gives the defaults, the
+console changes them for the next turn, no restart (docs/console.md, docs/agent.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.settings.features import TableStorage
+from pallas.product.settings.registry import Scope, Section
+from pallas.store.settings_table import SettingsTable
+
+SCOPE = "global"
+
+
+class ReplyLimits(BaseModel):
+    """The agent file's own bounds (AgentConfig), for the fields a turn reads each time."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_bubbles: int = Field(default=4, ge=1, le=10)
+    reply_max_chars: int = Field(default=600, ge=20, le=5000)
+    tool_call_budget: int = Field(default=3, ge=0, le=8)
+    fallback_reply: str = Field(default="", max_length=500)
+
+
+def limits_of(config: AgentConfig) -> ReplyLimits:
+    return ReplyLimits(**{name: getattr(config, name) for name in ReplyLimits.model_fields})
+
+
+class ReplyLimitsStorage(TableStorage):
+    """Stored like any section, and handed to the agent when saved and at every start."""
+
+    def __init__(
+        self, table: SettingsTable, base: AgentConfig, apply: Callable[[AgentConfig], None]
+    ) -> None:
+        super().__init__("agent", table)
+        self._base = base
+        self._apply = apply
+
+    async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None:
+        await super().save(scope_id, stored, now)
+        self._apply(self._base.model_copy(update=stored))
+
+    async def restore(self) -> None:
+        stored = await self.load(SCOPE)
+        if stored:
+            self._apply(self._base.model_copy(update=stored))
+
+
+def agent_section(
+    table: SettingsTable, base: AgentConfig, apply: Callable[[AgentConfig], None]
+) -> Section:
+    return Section(
+        key="agent",
+        title="回复的长短",
+        scope=Scope.GLOBAL,
+        model=ReplyLimits,
+        defaults=limits_of(base),
+        storage=ReplyLimitsStorage(table, base, apply),
+        titles={
+            "max_bubbles": "一次最多几条气泡",
+            "reply_max_chars": "一次最多多少字",
+            "tool_call_budget": "一轮最多用几次工具",
+            "fallback_reply": "模型都不可用时的回复",
+        },
+        applies="下一轮生效",
+        helps={"fallback_reply": "留空就什么都不说"},
+    )
