@@ -29,7 +29,7 @@ from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.platform.smtp import SmtpConfig
-from pallas.product.conversation.commands import CommandStage
+from pallas.product.conversation.commands import CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.delivery.payload import asset_checker
@@ -64,6 +64,7 @@ from pallas.product.settings.features import FeatureGate, features_section, noti
 from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import gate_section, persona_section
+from pallas.product.steering.commands import SteeringDeps, install_steering
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -250,7 +251,14 @@ class Runtime:
         dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
         delivery = OutboxDelivery(outbox, dispatcher, utc_now, asset_checker(assets))
         action_ids = _ids(runner)
-        commands = CommandStage([WhyCommand(engine)], settings.superusers, delivery, action_ids)
+        commands = CommandStage(
+            [WhyCommand(engine)],
+            settings.superusers,
+            delivery,
+            action_ids,
+            syntax=Syntax(tuple(settings.command_start), tuple(settings.command_sep)),
+            clock=utc_now,
+        )
         stages.register(commands)
         responders = ResponderDeps(
             engine=engine,
@@ -282,6 +290,12 @@ class Runtime:
                 agent_config,
                 AgentPlugs(context_sources, preparers, reply_forms, persona_sources, listeners),
             )
+        registry = _registry(
+            RegistryParts(engine, policies, voice, table, models, _reconfigure(runner)),
+            agent_config,
+            settings,
+        )
+        install_steering(commands, SteeringDeps(engine, registry, memory, utc_now))
         return cls(
             settings=settings,
             engine=engine,
@@ -318,11 +332,7 @@ class Runtime:
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
-            settings_registry=_registry(
-                RegistryParts(engine, policies, voice, table, models, _reconfigure(runner)),
-                agent_config,
-                settings,
-            ),
+            settings_registry=registry,
             features=features,
             outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),

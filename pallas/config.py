@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     onebot_access_token: str = ""
     superusers: list[str] = Field(default_factory=list)
     nickname: list[str] = Field(default_factory=lambda: ["牛牛"])
+    # NoneBot's own command keys: what starts a command ("" allowed: no prefix) and what may
+    # separate its name from the rest ("/开启.复读") (docs/commands.md).
+    command_start: list[str] = Field(default_factory=lambda: ["/"])
+    command_sep: list[str] = Field(default_factory=lambda: ["."])
     pallas_blocked_users: list[str] = Field(default_factory=list)  # silenced: recorded only
     pallas_data_dir: Path = Path("data")
     pallas_database_url: str = ""
@@ -83,6 +87,13 @@ class Settings(BaseSettings):
     def _ids_as_strings(cls, value: Any) -> Any:
         if isinstance(value, list | tuple | set):
             return [str(item) for item in value]
+        return value
+
+    @field_validator("command_start")
+    @classmethod
+    def _some_start(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError('expected at least one command start, such as ["/"]')
         return value
 
     @field_validator("nickname")

@@ -142,3 +142,35 @@ def _trail_event(row: Any) -> TrailEvent:
     return TrailEvent(
         row.kind, row.reason, row.created_at, row.turn_id, row.message_id, dict(row.payload)
     )
+
+
+async def last_said_before(
+    engine: AsyncEngine, stream_id: int, person_id: int, before_id: int
+) -> int | None:
+    """The id of a person's newest message in a chat before `before_id`."""
+    query = (
+        select(Message.id)
+        .where(
+            Message.stream_id == stream_id,
+            Message.sender_person_id == person_id,
+            Message.id < before_id,
+        )
+        .order_by(Message.id.desc())
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(query)).scalar()
+
+
+async def recent_decisions(engine: AsyncEngine, stream_id: int, limit: int) -> list[TrailEvent]:
+    """The chat's newest gate decisions and turn endings, newest first."""
+    kinds = ("gate_dropped", "turn_finished", "stage_handled", "stage_suppressed")
+    query = (
+        _events()
+        .where(Event.stream_id == stream_id, Event.kind.in_(kinds))
+        .order_by(None)
+        .order_by(Event.id.desc())
+        .limit(limit)
+    )
+    async with engine.connect() as conn:
+        return [_trail_event(row) for row in (await conn.execute(query)).all()]

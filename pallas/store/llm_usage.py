@@ -188,3 +188,13 @@ def _lines(rows: Sequence[object]) -> tuple[CostLine, ...]:
         for k, n, f, p, c, h, x in rows  # type: ignore[misc]
     ]
     return tuple(sorted(lines, key=lambda line: (-line.cost, line.key)))
+
+
+async def chat_usage(engine: AsyncEngine, stream_id: int, since: datetime) -> tuple[int, float]:
+    """(calls, cost) of a chat's model calls since `since`."""
+    query = select(func.count(), func.coalesce(func.sum(LlmCall.cost), 0.0)).where(
+        LlmCall.stream_id == stream_id, LlmCall.created_at >= since
+    )
+    async with engine.connect() as conn:
+        calls, cost = (await conn.execute(query)).one()
+    return int(calls), float(cost)

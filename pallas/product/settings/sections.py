@@ -36,8 +36,10 @@ GATE_TITLES = {
     "ambient_hourly_budget": "每小时最多插话几次",
     "quiet_hours": "睡觉时段（HH:MM-HH:MM）",
     "timezone": "时区",
+    "muted_until": "安静到（时间）",
 }
 GATE_HELPS = {
+    "muted_until": "群里用「安静 N 分钟」设；留空就不安静",
     "model_chat": "关掉后这个群里不再调用模型（戳回去、复读这些照旧）",
     "max_replies_in_window": "被直接叫到（@、叫名字、回复、戳）不受这个限制",
     "quiet_hours": "每行一段，比如 00:30-08:00；睡觉时只有 @ 会叫醒",

@@ -1,4 +1,4 @@
-"""The owner's commands as the second stage, on a real store: parsing, who may, the answers."""
+"""The commands stage on a real store: parsing, who may, the answers, refusals and floods."""
 
 from __future__ import annotations
 
@@ -37,7 +37,9 @@ OWNER = "1001"
         ("/help", ("help", "")),
         ("/whynot", None),
         ("why", None),
-        ("／why", None),  # a full-width slash is chat, not a command
+        ("／why", ("why", "")),  # a full-width slash is the same slash
+        ("/why.这条", ("why", "这条")),  # COMMAND_SEP between the name and what follows
+        ("/why   这条　消息", ("why", "这条 消息")),  # extra and full-width spaces
         ("/", None),
         ("看看 /why", None),
     ],
@@ -87,19 +89,34 @@ async def test_an_owners_command_is_answered_and_goes_no_further(scene: Scene) -
     assert result.outcome is IngressOutcome.ACCEPTED and scene.gate.seen == []
     [answer] = await scene.answers()
     assert answer.splitlines() == [
-        "可用的命令：",
+        "你能用的命令：",
         "/why：引用一条消息，看它经过了哪些环节、为什么回或不回",
         "/boom：总是出错",
-        "/help：列出可用的命令",
+        "/help（/帮助）：列出你在这里能用的命令",
     ]
 
 
-async def test_others_and_unknown_words_are_ordinary_chat(scene: Scene) -> None:
-    await scene.ingress.accept(message("/help", user_id="2002"))
+async def test_a_member_gets_their_own_help_and_one_refusal(scene: Scene) -> None:
+    await scene.ingress.accept(message("/帮助", user_id="2002"))
+    for _ in range(3):
+        await scene.ingress.accept(message("/why", user_id="2002"))
+    assert scene.gate.seen == []  # commands, answered or not, never reach the gate
+    help_, refused = await scene.answers()
+    assert help_.splitlines() == ["你能用的命令：", "/help（/帮助）：列出你在这里能用的命令"]
+    assert refused == "/why 只有主人能用。"  # said once, not three times
+
+
+async def test_unknown_words_and_pokes_are_ordinary_chat(scene: Scene) -> None:
     await scene.ingress.accept(message("/unknown", user_id=OWNER))
     await scene.ingress.accept(message("[戳一戳]", user_id=OWNER, is_poke=True))
-    assert scene.gate.seen == ["/help", "/unknown", "[戳一戳]"]
+    assert scene.gate.seen == ["/unknown", "[戳一戳]"]
     assert await scene.answers() == []
+
+
+async def test_the_same_command_thirty_times_gets_a_few_answers(scene: Scene) -> None:
+    for _ in range(30):
+        await scene.ingress.accept(message("/help", user_id=OWNER))
+    assert len(await scene.answers()) == 3 and scene.gate.seen == []
 
 
 async def test_a_broken_command_says_so(scene: Scene) -> None:

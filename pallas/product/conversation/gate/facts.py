@@ -13,7 +13,7 @@ from typing import Any
 from pallas.core.inbound import InboundMessage, StreamKind
 from pallas.product.conversation.gate.activity import StreamActivity, age_s, epoch_us
 from pallas.product.conversation.gate.gate import AmbientChance, GateRequest
-from pallas.product.conversation.gate.policy import GatePolicy, is_quiet_time
+from pallas.product.conversation.gate.policy import GatePolicy, is_muted, is_quiet_time
 from pallas.product.conversation.gate.signals import (
     looks_like_public_question,
     names_in,
@@ -113,6 +113,7 @@ def gate_request(
         poked_me=facts.poked_me,
         pokes_in_window=facts.pokes_in_window,
         asleep=is_quiet_time(now, policy),
+        muted=is_muted(now, policy),
         replies_in_window=view.bot_replies + queued_replies,
         seconds_since_bot_spoke=view.since_bot_spoke,
         follow_up_declined=activity.follow_up_declined,

@@ -5,6 +5,7 @@ The order of the rules is the specification (docs/gating.md explains each):
 
 1. the bot's own message                       -> drop  self_message
    model chat switched off for this chat        -> drop  chat_off
+   muted by an admin (安静 N 分钟), until then   -> drop  muted
 2. a poke beyond the poke budget of the window  -> drop  poke_flood
 3. a private conversation                       -> force direct_conversation
 4. a real @ in a group that must answer @       -> force mentioned
@@ -34,6 +35,7 @@ class Outcome(StrEnum):
 class Reason(StrEnum):
     SELF_MESSAGE = "self_message"
     CHAT_OFF = "chat_off"
+    MUTED = "muted"
     POKE_FLOOD = "poke_flood"
     DIRECT_CONVERSATION = "direct_conversation"
     MENTIONED = "mentioned"
@@ -84,6 +86,7 @@ class GateRequest:
     poked_me: bool = False
     pokes_in_window: int = 0
     asleep: bool = False
+    muted: bool = False  # an admin muted the chat for a while (even an @ waits)
     replies_in_window: int = 0
     seconds_since_bot_spoke: float | None = None
     follow_up_declined: bool = False
@@ -115,6 +118,8 @@ def decide_disposition(req: GateRequest, policy: GatePolicy) -> Disposition:
         return Disposition(Outcome.DROP, Reason.SELF_MESSAGE)
     if not policy.model_chat:
         return Disposition(Outcome.DROP, Reason.CHAT_OFF)
+    if req.muted:
+        return Disposition(Outcome.DROP, Reason.MUTED)
     if req.poked_me and req.pokes_in_window > policy.poke_limit:
         # Before the signals: a poke storm always lands inside the natural window.
         return Disposition(Outcome.DROP, Reason.POKE_FLOOD)

@@ -38,6 +38,9 @@ class GatePolicy(BaseModel):
     ambient_hourly_budget: int = Field(2, ge=0)
     quiet_hours: tuple[str, ...] = ()
     timezone: str = "Asia/Shanghai"
+    # Muted until this moment (ISO 8601 with its offset; empty: not muted), by an admin's
+    # 安静 N 分钟: nothing, not even an @, gets a model turn before it.
+    muted_until: str = ""
 
     @field_validator("quiet_hours")
     @classmethod
@@ -46,6 +49,14 @@ class GatePolicy(BaseModel):
             if not _RANGE.match(item):
                 # The console shows this to the owner as is: in Chinese.
                 raise ValueError(f"要写成 HH:MM-HH:MM，比如 00:30-08:00（收到 {item!r}）")
+        return value
+
+    @field_validator("muted_until")
+    @classmethod
+    def _moment(cls, value: str) -> str:
+        if value and muted_moment(value) is None:
+            example = "2026-12-02T20:00:00+08:00"
+            raise ValueError(f"要写成带时区的时间，比如 {example}（收到 {value!r}）")
         return value
 
     @field_validator("timezone")
@@ -60,6 +71,20 @@ class GatePolicy(BaseModel):
     def with_overrides(self, overrides: dict[str, Any]) -> GatePolicy:
         """This policy with a group's stored overrides applied; invalid ones raise."""
         return GatePolicy.model_validate(self.model_dump() | overrides)
+
+
+def muted_moment(value: str) -> datetime | None:
+    """The moment a mute ends, or None when `value` is not an aware ISO time."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def is_muted(now: datetime, policy: GatePolicy) -> bool:
+    end = muted_moment(policy.muted_until) if policy.muted_until else None
+    return end is not None and now < end
 
 
 def is_quiet_time(now: datetime, policy: GatePolicy) -> bool:

@@ -1,0 +1,1 @@
+"""Owners and admins steer the bot from the chat (docs/commands.md)."""
