@@ -89,6 +89,8 @@ CONTRACT_KEYS = [
     "SUPERUSERS",
     "PALLAS_BLOCKED_USERS",
     "NICKNAME",
+    "COMMAND_START",
+    "COMMAND_SEP",
     "PALLAS_DATA_DIR",
     "PALLAS_DATABASE_URL",
     "LLM_BASE_URL",
@@ -116,3 +118,9 @@ def test_env_example_documents_every_key_with_its_default() -> None:
     from_example = load_settings(env_file=ENV_EXAMPLE)
     assert from_example.model_dump() == load_settings(env_file=None).model_dump()
     assert from_example.model_chat_enabled is False
+
+
+def test_command_keys_are_nonebots_json_lists() -> None:
+    settings = load_settings(env_file=None, command_start=["/", ""], command_sep=["."])
+    assert settings.command_start == ["/", ""] and settings.command_sep == ["."]
+    assert load_settings(env_file=None).command_start == ["/"]
