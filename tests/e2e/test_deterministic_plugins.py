@@ -266,9 +266,11 @@ async def test_the_owner_asks_why_a_line_was_not_answered_and_gets_the_gate_rule
         lambda: [e for e in timeline.events("gate_dropped") if e["message_id"] == row["id"]],
         what="the gate's decision on this line",
     )
-    await say(napcat, timeline, 8501, 142, "/why")  # not an owner: ordinary chat
+    await say(napcat, timeline, 8501, 142, "/why")  # not an owner: told so, once
+    await sends(napcat, 1)
     await say(napcat, timeline, 8501, OWNER, [reply(chatter["message_id"]), text("/why")])
-    [call] = await sends(napcat, 1)
+    refusal, call = await sends(napcat, 2)
+    assert [seg["data"]["text"] for seg in refusal["message"]] == ["/why 只有主人能用。"]
     [answer] = [seg["data"]["text"] for seg in call["message"]]
     assert answer.splitlines()[1:] == ["- 门控没有接（attention_filtered）"]
     commands = [e for e in timeline.events("stage_handled") if e["reason"] == "command_why"]
