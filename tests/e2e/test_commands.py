@@ -23,7 +23,7 @@ from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_901
 GROUP = 8501
-OWNER, ADMIN, MEMBER = 9701, 9702, 9703
+OWNER, ADMIN, MEMBER, SILENCED = 9701, 9702, 9703, 9704
 CHAT = "e2e-commands"
 TOKEN = "commands-console-token"
 
@@ -63,6 +63,7 @@ async def bot(
         "LLM_API_KEY": "sk-e2e",
         "SUPERUSERS": f'["{OWNER}"]',
         "PALLAS_CONSOLE_TOKEN": TOKEN,
+        "PALLAS_BLOCKED_USERS": f'["{SILENCED}"]',
     }
     process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
     process.start()
@@ -84,7 +85,7 @@ def timeline(bot: BotProcess) -> TimelineDb:
     return TimelineDb(bot.db_path)
 
 
-ROLES = {OWNER: "member", ADMIN: "admin", MEMBER: "member"}
+ROLES = {OWNER: "member", ADMIN: "admin", MEMBER: "member", SILENCED: "admin"}
 
 
 async def send(napcat: NapCat, timeline: TimelineDb, user: int, *segments: Any) -> int:
@@ -218,3 +219,23 @@ async def test_commands_are_stored_and_never_start_a_turn(
         timeout=15,
         what="the answer in the timeline",
     )
+
+
+async def test_a_silenced_persons_command_does_nothing(
+    napcat: NapCat, timeline: TimelineDb
+) -> None:
+    before = len(napcat.said())
+    asked = await send(napcat, timeline, SILENCED, text("/关闭 模型聊天"))  # an admin, but silenced
+    await wait_for(
+        lambda: timeline.scalar("SELECT suppressed FROM message WHERE id = ?", asked),
+        timeout=10,
+        what="flagged",
+    )
+    await asyncio.sleep(0.5)  # an answer, had one been queued, would be sent by now
+    assert len(napcat.said()) == before
+    handled = timeline.scalar(
+        "SELECT COUNT(*) FROM event WHERE message_id = ? AND kind = 'stage_handled'", asked
+    )
+    assert handled == 0
+    status = await command(napcat, timeline, MEMBER, "/状态")
+    assert "开着：模型聊天" in status  # the switch was not touched
