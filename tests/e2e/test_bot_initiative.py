@@ -21,6 +21,7 @@ from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.model_bot import bot_with_model
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_501
@@ -69,23 +70,13 @@ async def model() -> AsyncIterator[FakeModelServer]:
 
 
 @pytest.fixture(scope="module")
-async def bot(tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer) -> AsyncIterator[
-    BotProcess
-]:
+async def bot(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
+) -> AsyncIterator[BotProcess]:
+    env = {"SUPERUSERS": f'["{OWNER}"]'}
     workdir = tmp_path_factory.mktemp("initiative")
-    (workdir / "config").mkdir()
-    (workdir / "config" / "agent.yml").write_text(AGENT_FILE, encoding="utf-8")
-    env = {
-        "LLM_BASE_URL": model.base_url,
-        "LLM_MODEL": CHAT,
-        "LLM_API_KEY": "sk-e2e",
-        "SUPERUSERS": f'["{OWNER}"]',
-    }
-    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
-    process.start()
-    await process.wait_ready()
-    yield process
-    process.stop()
+    async with bot_with_model(workdir, model, CHAT, agent_file=AGENT_FILE, env=env) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

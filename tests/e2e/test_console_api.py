@@ -16,6 +16,7 @@ from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.model_bot import bot_with_model
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_601
@@ -71,20 +72,9 @@ async def model() -> AsyncIterator[FakeModelServer]:
 async def bot(
     tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
 ) -> AsyncIterator[BotProcess]:
-    workdir = tmp_path_factory.mktemp("console")
-    (workdir / "config").mkdir()
-    (workdir / "config" / "agent.yml").write_text("memory:\n  enabled: false\n", "utf-8")
-    env = {
-        "LLM_BASE_URL": model.base_url,
-        "LLM_MODEL": CHAT,
-        "LLM_API_KEY": "sk-e2e",
-        "PALLAS_CONSOLE_TOKEN": TOKEN,
-    }
-    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
-    process.start()
-    await process.wait_ready()
-    yield process
-    process.stop()
+    env = {"PALLAS_CONSOLE_TOKEN": TOKEN}
+    async with bot_with_model(tmp_path_factory.mktemp("console"), model, CHAT, env=env) as bot:
+        yield bot
 
 
 @pytest.fixture(scope="module")
