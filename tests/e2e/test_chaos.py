@@ -195,7 +195,7 @@ class Chaos:
     async def restart(self) -> None:
         await self.napcat.close()
         self.bot.start()
-        await self.bot.wait_ready(timeout=60)
+        await self.bot.wait_ready()
         await self.connect()
 
     async def kill_later(self, kill: Kill) -> None:

@@ -69,6 +69,10 @@ def outbox(timeline: TimelineDb) -> list[tuple[str, str, str]]:
     return [(r["status"], r["idempotency_key"], json.loads(r["payload"])["text"]) for r in rows]
 
 
+def welcomes(timeline: TimelineDb) -> list[Any]:
+    return [e for e in timeline.events("stage_acted") if e["reason"] == "welcome"]
+
+
 async def test_a_repeat_and_a_welcome_cut_off_by_a_crash_go_out_exactly_once(
     bot: BotProcess,
 ) -> None:
@@ -79,7 +83,10 @@ async def test_a_repeat_and_a_welcome_cut_off_by_a_crash_go_out_exactly_once(
     for user in (501, 502):
         event = first.group_message(GROUP, user, "来了来了")
         await first.send_event(event)
-        await wait_for(lambda e=event: timeline.messages(e["message_id"]), what="stored")
+        await wait_for(lambda e=event: timeline.messages(e["message_id"]), SLOW, "stored")
+    # The repeat is decided after the second line is committed: queued before the join
+    # arrives, so that the welcome queues behind it.
+    await wait_for(lambda: outbox(timeline), SLOW, "the repeat queued")
     await first.send_event(first.member_change(GROUP, 503, joined=True))
     await wait_for(
         lambda: [s for s, _, _ in outbox(timeline)] == ["sending", "pending"],
@@ -87,6 +94,10 @@ async def test_a_repeat_and_a_welcome_cut_off_by_a_crash_go_out_exactly_once(
         "the repeat mid-send and the welcome queued behind it",
     )
     assert [text for _, _, text in outbox(timeline)] == ["来了来了", "欢迎 @u503"]
+    # The stages' audit events are committed a moment after their rows: the crash comes
+    # once they are, so that the decisions can be read back after it.
+    await wait_for(lambda: timeline.events("stage_handled"), SLOW, "the repeat's decision")
+    await wait_for(lambda: welcomes(timeline), SLOW, "the welcome's decision")
 
     await restart(bot, first)
     second = NapCat(bot.ws_url)
@@ -100,13 +111,18 @@ async def test_a_repeat_and_a_welcome_cut_off_by_a_crash_go_out_exactly_once(
         lambda: [s for s, _, _ in outbox(timeline)] == ["sent", "sent"], SLOW, "both settled"
     )
     assert first.confirmed == []  # the first connection never confirmed anything
-    own = timeline.query("SELECT text FROM message WHERE from_bot = 1 ORDER BY id")
+    # What follows a row's `sent` (the bot's own line, the audit events) commits just after.
+    own_lines = "SELECT text FROM message WHERE from_bot = 1 ORDER BY id"
+    await wait_for(lambda: len(timeline.query(own_lines)) >= 2, SLOW, "the bot's own lines")
+    await wait_for(lambda: len(timeline.events("delivered")) >= 2, SLOW, "both delivered")
+    await wait_for(lambda: timeline.events("delivery_recovered"), SLOW, "the recovery")
+    own = timeline.query(own_lines)
     assert [row["text"] for row in own] == ["来了来了", "欢迎 @u503"]
     [recovered] = timeline.events("delivery_recovered")
     assert recovered["reason"] == "resend"
     # Each was decided once, under an action id its outbox row carries.
     [handled] = timeline.events("stage_handled")
-    [welcomed] = [e for e in timeline.events("stage_acted") if e["reason"] == "welcome"]
+    [welcomed] = welcomes(timeline)
     turns = timeline.query("SELECT turn_id FROM outbox ORDER BY id")
     assert [row["turn_id"] for row in turns] == [handled["turn_id"], welcomed["turn_id"]]
     # Once the bot is back the history is checked too: still exactly one of each.

@@ -14,6 +14,9 @@ from typing import Any
 import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Start-up (imports, migrations, plugins) takes a few seconds alone and many times that on a
+# machine busy with the rest of the suite; a bot that exits instead fails at once.
+READY_TIMEOUT_S = 90.0
 
 
 def free_port() -> int:
@@ -84,7 +87,7 @@ class BotProcess:
         )
         log.close()
 
-    async def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
+    async def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> dict[str, Any]:
         deadline = asyncio.get_running_loop().time() + timeout
         async with httpx.AsyncClient() as client:
             while True:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.support.waiting import TIMEOUT_S
+
 T = TypeVar("T")
 
 
@@ -41,7 +43,7 @@ class TimelineDb:
         return self.query("SELECT * FROM event WHERE kind = ? ORDER BY id", kind)
 
 
-async def wait_for(check: Callable[[], T], timeout: float = 10.0, what: str = "") -> T:
+async def wait_for(check: Callable[[], T], timeout: float = TIMEOUT_S, what: str = "") -> T:
     """Poll until `check()` returns something truthy; fail with `what` on timeout."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -23,6 +23,7 @@ from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import group
+from tests.support.waiting import TIMEOUT_S
 
 POLICY = DeliveryPolicy(
     min_pause_s=0,
@@ -130,7 +131,7 @@ async def kit(engine: AsyncEngine) -> AsyncIterator[Kit]:
     await timeline.close()
 
 
-async def drained(kit: Kit, timeout: float = 5.0) -> None:
+async def drained(kit: Kit, timeout: float = TIMEOUT_S) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while await kit.store.open_count():

@@ -30,6 +30,7 @@ from tests.product.conversation.delivery.test_outbox import POLICY, Kit, Outlet,
 from tests.support.fake_llm import silent_wav
 from tests.support.inbound import group
 from tests.support.pictures import picture
+from tests.support.waiting import until, until_async
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CAPTION = "[动画表情：猫猫无语]"
@@ -106,6 +107,7 @@ async def test_each_confirmed_row_is_heard_once_with_its_marks(rig: Rig) -> None
     ids = await rig.reply("g1", "你说得对", "但是", media=(sticker(cat),))
     rig.dispatcher.start()
     await drained(rig.kit)
+    await until(lambda: len(rig.heard) >= 3)  # a row is heard just after it is marked sent
     assert rig.heard == [(ids[0], None), (ids[1], None), (ids[2], {MARK: cat.sha256})]
     assert await rig.statuses(ids) == ["sent", "sent", "sent"]
 
@@ -117,6 +119,7 @@ async def test_a_row_sent_after_a_retry_is_heard_once(rig: Rig) -> None:
     [row] = await rig.reply("g1", media=(sticker(cat),))
     rig.dispatcher.start()
     await drained(rig.kit)
+    await until(lambda: rig.heard)
     assert rig.heard == [(row, {MARK: cat.sha256})]
     assert rig.kit.outlet.attempts == 3
 
@@ -146,6 +149,7 @@ async def test_a_listener_that_raises_stops_neither_the_row_nor_the_others(rig: 
     more = await rig.reply("g1", "还有")
     rig.dispatcher.start()
     await drained(rig.kit)
+    await until(lambda: len(rig.heard) >= 3)
     assert await rig.statuses(ids + more) == ["sent", "sent", "sent"]
     assert broken == ids + more
     assert [row for row, _ in rig.heard] == ids + more
@@ -161,6 +165,11 @@ async def test_a_sent_sticker_counts_in_the_collection_once(rig: Rig) -> None:
     await rig.reply("g1", "你看", media=(sticker(cat),))
     rig.dispatcher.start()
     await drained(rig.kit)
+
+    async def counted() -> bool:  # the receipt is counted just after the row is marked sent
+        return any(s.uses for s in await library.enabled())
+
+    await until_async(counted)
     uses = {s.sha256: (s.uses, s.last_sent_at) for s in await library.enabled()}
     assert uses == {cat.sha256: (1, T0), dog.sha256: (0, None)}
 

@@ -59,9 +59,15 @@ async def runtime(tmp_path: Path, store_url: str, recorder: Recorder) -> AsyncIt
 
 
 async def settle(runtime: Runtime) -> None:
-    """Let turns finish and the ledger commit what it queued."""
-    await until(lambda: not runtime.turn_buffers.running)
-    await asyncio.sleep(0.05)
+    """Let every turn that may start now run to its end, then let the ledger commit what it
+    queued. A message the gate passed waits in its buffer until the buffers' loop next runs,
+    and "no turn running" holds before that turn has begun: a tick here starts at once what
+    the loop would start (a batch given back stays held, as it would)."""
+    buffers = runtime.turn_buffers
+    buffers.tick()
+    while buffers.running:
+        await until(lambda: not buffers.running)
+        buffers.tick()
     await runtime.ledger.flush()
 
 

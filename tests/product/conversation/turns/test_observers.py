@@ -13,6 +13,7 @@ from tests.product.conversation.turns.test_kernel import Recorder, say, settle
 from tests.product.conversation.turns.test_kernel import recorder as recorder
 from tests.product.conversation.turns.test_kernel import runtime as runtime
 from tests.support.inbound import group, message, private
+from tests.support.waiting import until
 
 
 class Noting:
@@ -66,7 +67,12 @@ async def test_every_ending_is_told_to_every_observer_without_holding_the_turns(
         silent = await say(runtime, message("安静点", stream=private("2")))
         failed = await say(runtime, message("失败吧", stream=private("3")))
         await settle(runtime)
-        await asyncio.sleep(0.05)
+
+        def all_told() -> bool:  # each observer is told in a task of its own, after the turn
+            broken = sum("after-turn observer broken failed" in line for line in lines)
+            return stuck.heard >= 3 and len(noting.endings) >= 3 and broken >= 3
+
+        await until(all_told)
     finally:
         logger.remove(sink)
     # All three turns ran and were told while the stuck observer still holds the first one.
