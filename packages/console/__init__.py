@@ -32,6 +32,7 @@ async def health() -> HealthReport:
         bot_ids=nonebot.get_bots().keys(),
         database=runtime.database_backend,
         model_chat=runtime.model_chat_enabled,
+        platform_of=runtime.outlet.onebot.platform,
     )
 
 

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -30,6 +31,7 @@ from pallas.store.migrate import HEAD_REVISION, current_revision
 
 MODEL_TIMEOUT_S = 20.0
 BOT_TIMEOUT_S = 3.0
+PROBE_GRACE_S = 2.0  # NapCat answers get_version_info in milliseconds when well
 UNCHECKED_TYPES = frozenset({ModelType.TTS, ModelType.ASR})  # a call would cost audio
 
 
@@ -148,8 +150,10 @@ async def _bot(settings: Settings) -> list[Finding]:
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     url = f"http://{host}:{settings.port}/pallas/api/health"
     try:
-        async with httpx.AsyncClient(timeout=BOT_TIMEOUT_S) as client:
-            health = (await client.get(url)).json()
+        health = await _health(url)
+        if any(p.get("capabilities") is None for p in health.get("platforms", {}).values()):
+            await asyncio.sleep(PROBE_GRACE_S)  # the first look started the probe
+            health = await _health(url)
     except (httpx.HTTPError, ValueError):
         return [Finding(False, f"机器人没有在 {host}:{settings.port} 运行",
                         "先启动：python bot.py（要查 NapCat 的连接，机器人得在运行）")]  # fmt: skip
@@ -159,7 +163,33 @@ async def _bot(settings: Settings) -> list[Finding]:
                         f"在 NapCat 的网络设置里加一个 WebSocket 客户端，地址 "
                         f"ws://{host}:{settings.port}/onebot/v11/ws，消息格式选 array，"
                         "令牌和 ONEBOT_ACCESS_TOKEN 一致（docs/napcat.md）")]  # fmt: skip
-    return [Finding(True, f"NapCat 已连接：账号 {'、'.join(bots)}")]
+    platforms = health.get("platforms") or {}
+    return [platform_finding(bot, platforms.get(bot) or {}) for bot in bots]
+
+
+async def _health(url: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=BOT_TIMEOUT_S) as client:
+        found = (await client.get(url)).json()
+    if not isinstance(found, dict):
+        raise ValueError("not a health report")
+    return found
+
+
+CAPABILITY_WORDS = {"poke": "戳一戳", "react": "表情回应"}
+
+
+def platform_finding(bot: str, platform: dict[str, Any]) -> Finding:
+    """One connected account: what runs behind it and what the bot may do there."""
+    name = platform.get("implementation") or "未知的实现"
+    capabilities = platform.get("capabilities")
+    if capabilities is None:
+        return Finding(False, f"NapCat 已连接：账号 {bot}，但它没回答 get_version_info",
+                       "看一下 NapCat 的日志和版本；回答之前，戳一戳和表情回应不会用")  # fmt: skip
+    if not capabilities:
+        return Finding(True, f"NapCat 已连接：账号 {bot}（{name}）；这个实现不认识，"
+                       "戳一戳和表情回应不会用")  # fmt: skip
+    can = "、".join(CAPABILITY_WORDS.get(c, c) for c in capabilities)
+    return Finding(True, f"NapCat 已连接：账号 {bot}（{name}），能用：{can}")
 
 
 def report(findings: Sequence[Finding], out: Callable[[str], None] = print) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pallas.console.doctor import Finding, line_of, report
+from pallas.console.doctor import Finding, line_of, platform_finding, report
 from tests.support.bot_process import REPO_ROOT, BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, Status
 from tests.support.fake_napcat import FakeNapCat
@@ -54,10 +54,39 @@ async def test_everything_fine_is_said_so_and_exits_0(
         bot.stop()
     assert code == 0, out
     assert f"✓ 模型 {CHAT}（chat、tool）能用" in out
-    assert "结构是最新的" in out and f"NapCat 已连接：账号 {SELF_ID}" in out
+    assert "结构是最新的" in out
+    assert f"NapCat 已连接：账号 {SELF_ID}（NapCat.Onebot 4.x），能用：戳一戳、表情回应" in out
     assert out.startswith("✓ 配置（.env）读得懂") and out.strip().endswith("都没问题。")
     ping = model.requests_for(CHAT)[-1].body
     assert ping["max_tokens"] == 1  # one tiny call, not a conversation
+
+
+async def test_a_napcat_that_never_says_what_it_is_is_named_with_what_to_do(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": CHAT, "LLM_API_KEY": "sk-doctor"}
+    bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
+    bot.start()
+    try:
+        await bot.wait_ready()
+        napcat = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
+        napcat.unanswered.add("get_version_info")
+        await napcat.connect()
+        try:
+            code, out = await doctor(tmp_path, bot.env())
+        finally:
+            await napcat.close()
+    finally:
+        bot.stop()
+    assert code == 1, out
+    assert f"✗ NapCat 已连接：账号 {SELF_ID}，但它没回答 get_version_info" in out
+    assert "看一下 NapCat 的日志和版本" in out
+
+
+def test_an_implementation_it_does_not_know_is_fine_without_platform_actions() -> None:
+    unknown = platform_finding("42", {"implementation": "SomeBridge 1.0", "capabilities": []})
+    assert unknown.ok and "（SomeBridge 1.0）" in unknown.what and "不会用" in unknown.what
+    assert not platform_finding("42", {}).ok  # nothing reported: asked, no answer yet
 
 
 async def test_a_model_that_refuses_and_no_running_bot_are_named_with_what_to_do(

@@ -71,6 +71,14 @@ PROBE_RETRY_S = 30.0  # after a failed or unanswered probe, ask again this much 
 PROBE_WAIT_S = 1.0  # how long a turn waits for a probe in flight before going on without it
 
 
+@dataclass(frozen=True)
+class PlatformInfo:
+    """For the health report: `capabilities` None while the probe has no answer yet."""
+
+    implementation: str
+    capabilities: frozenset[Capability] | None
+
+
 @dataclass
 class _Probe:
     """What one connection reported; `bot` tells this connection from a later one.
@@ -80,6 +88,7 @@ class _Probe:
 
     bot: Bot
     capabilities: frozenset[Capability] | None = None
+    implementation: str = ""  # app name and version, as get_version_info reported them
     task: asyncio.Task[None] | None = None
     retry_at: float = 0.0  # monotonic seconds; a failed probe is asked again from then on
 
@@ -232,6 +241,15 @@ class OneBotOutlet:
                 await asyncio.wait_for(asyncio.shield(probe.task), PROBE_WAIT_S)
         return probe.capabilities or frozenset()
 
+    def platform(self, self_id: str) -> PlatformInfo | None:
+        """What is known of the implementation behind this account, without waiting (the
+        probe is started if it is due); None while not connected."""
+        bot = nonebot.get_bots().get(self_id)
+        if not isinstance(bot, Bot):
+            return None
+        probe = self.probe(self_id, bot)
+        return PlatformInfo(probe.implementation, probe.capabilities)
+
     def probe(self, self_id: str, bot: Bot) -> _Probe:
         """This connection's probe, started (or started again, when due) if still unknown."""
         probe = self._probes.get(self_id)
@@ -244,7 +262,9 @@ class OneBotOutlet:
 
     async def _run_probe(self, probe: _Probe) -> None:
         try:
-            probe.capabilities = await _ask_capabilities(probe.bot, self._probe_timeout_s)
+            probe.implementation, probe.capabilities = await _ask_capabilities(
+                probe.bot, self._probe_timeout_s
+            )
         except Exception as exc:  # no answer: unknown for now, asked again later
             logger.warning(
                 "bot {}: get_version_info failed ({!r}); platform actions are not offered "
@@ -258,19 +278,22 @@ class OneBotOutlet:
             probe.task = None
 
 
-async def _ask_capabilities(bot: Bot, timeout_s: float) -> frozenset[Capability]:
+async def _ask_capabilities(bot: Bot, timeout_s: float) -> tuple[str, frozenset[Capability]]:
+    """What the implementation calls itself ("NapCat.Onebot 4.8.95") and what it can do."""
     info: Any = await asyncio.wait_for(bot.call_api("get_version_info"), timeout_s)
     info = info if isinstance(info, dict) else {}
     app_name = str(info.get("app_name") or "")
     capabilities = capabilities_for(app_name)
+    name = excerpt(app_name, 60) or "an unnamed implementation"
+    version = excerpt(str(info.get("app_version") or "?"), 30)
     logger.info(
         "bot {} runs {} (version {}): capabilities {}",
         bot.self_id,
-        excerpt(app_name, 60) or "an unnamed implementation",
-        excerpt(str(info.get("app_version") or "?"), 30),
+        name,
+        version,
         ", ".join(sorted(capabilities)) or "none",
     )
-    return capabilities
+    return f"{name} {version}", capabilities
 
 
 async def _recent_history(bot: Bot, stream: StreamKey) -> list[Any] | None:
