@@ -60,6 +60,7 @@ from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
 from pallas.product.settings.agent_section import agent_section
+from pallas.product.settings.delivery_section import delivery_section
 from pallas.product.settings.features import FeatureGate, features_section, notices_section
 from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
@@ -291,7 +292,7 @@ class Runtime:
                 AgentPlugs(context_sources, preparers, reply_forms, persona_sources, listeners),
             )
         registry = _registry(
-            RegistryParts(engine, policies, voice, table, models, _reconfigure(runner)),
+            RegistryParts(engine, policies, voice, table, models, _reconfigure(runner), dispatcher),
             agent_config,
             settings,
         )
@@ -537,6 +538,7 @@ class RegistryParts:
     table: SettingsTable
     models: ModelManager
     reconfigure: Callable[[AgentConfig], None]  # the agent takes new reply limits
+    dispatcher: OutboxDispatcher  # takes new pacing
 
 
 def _reconfigure(runner: RunnerDeps) -> Callable[[AgentConfig], None]:
@@ -555,6 +557,8 @@ def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> 
     registry.register(notices_section(parts.table))
     registry.register(models_section(parts.table, parts.models))
     registry.register(agent_section(parts.table, config, parts.reconfigure))
+    pacing = parts.dispatcher.policy
+    registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
     persona = seed_persona(config, tuple(settings.nickname))
     seed = StoredPersona(persona.name, persona.description, persona.style)
     registry.register(persona_section(parts.voice, seed, utc_now))

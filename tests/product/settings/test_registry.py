@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.settings.agent_section import agent_section
+from pallas.product.settings.delivery_section import delivery_section
 from pallas.product.settings.features import (
     Feature,
     FeatureGate,
@@ -209,3 +211,36 @@ async def test_reply_limits_reach_the_agent_when_saved_and_at_every_start(
     later.register(agent_section(SettingsTable(engine), base, started.append))
     await later.restore()
     assert [c.max_bubbles for c in started] == [1]
+
+
+async def test_pacing_reaches_the_dispatcher_when_saved_and_at_every_start(
+    engine: AsyncEngine,
+) -> None:
+    base = DeliveryPolicy(max_attempts=7)
+    applied: list[DeliveryPolicy] = []
+    registry = SettingsRegistry()
+    registry.register(delivery_section(SettingsTable(engine), base, applied.append))
+    with pytest.raises(SettingsError) as refused:
+        await registry.update("delivery", "global", {"min_pause_s": 3, "max_pause_s": 2}, T0)
+    assert list(refused.value.problems) == ["max_pause_s"] and applied == []
+    assert "3 秒" in refused.value.problems["max_pause_s"]
+    await registry.update("delivery", "global", {"min_pause_s": 2.5, "max_pause_s": 6}, T0)
+    assert (applied[-1].min_pause_s, applied[-1].max_pause_s) == (2.5, 6)
+    assert applied[-1].max_attempts == 7  # what the console does not show stays as it was
+
+    started: list[DeliveryPolicy] = []
+    later = SettingsRegistry()
+    later.register(delivery_section(SettingsTable(engine), base, started.append))
+    await later.restore()
+    assert [(p.min_pause_s, p.max_pause_s) for p in started] == [(2.5, 6)]
+
+
+async def test_pacing_stored_under_other_bounds_is_not_applied(engine: AsyncEngine) -> None:
+    table = SettingsTable(engine)
+    await table.save("delivery", "global", {"global_burst": 500}, T0)  # out of today's range
+    started: list[DeliveryPolicy] = []
+    registry = SettingsRegistry()
+    registry.register(delivery_section(table, DeliveryPolicy(), started.append))
+    await registry.restore()
+    assert started == []  # the defaults stand, and a warning says why
+

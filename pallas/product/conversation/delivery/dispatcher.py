@@ -76,6 +76,11 @@ class OutboxDispatcher:
         self._task: asyncio.Task[None] | None = None
         self._receipt_listeners: list[ReceiptListener] = []
 
+    def use_policy(self, policy: DeliveryPolicy) -> None:
+        """New pacing from the console: the next send and the next reply queued use it."""
+        self.policy = policy
+        self._gate.policy = policy
+
     def on_receipt(self, listener: ReceiptListener) -> None:
         """Call `listener` for each row once it is known sent (a feature counting what it
         sent: a sticker's uses). A crash between the commit and the call loses the count,

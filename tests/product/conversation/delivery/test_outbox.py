@@ -205,6 +205,26 @@ async def test_a_stale_reply_is_expired_not_sent(kit: Kit) -> None:
     assert [e.kind for e in await kit.events("delivery_expired")] == ["delivery_expired"]
 
 
+async def test_pacing_changed_in_the_console_applies_to_the_next_reply_and_send(kit: Kit) -> None:
+    late = [T0]
+    kit.clock = lambda: late[0]
+    dispatcher = kit.start()
+    kit.outlet.connected = False
+    await kit.reply("g6", "早就排着的话")
+    # What DeliveryPolicy the console saves, the dispatcher takes (settings/delivery_section).
+    dispatcher.use_policy(replace(POLICY, min_pause_s=2.5, max_pause_s=2.5, stale_after_s=60))
+    await kit.reply("g7", "一", "二")
+    async with kit.engine.connect() as conn:
+        query = select(OutboxItem.payload).order_by(OutboxItem.id)
+        payloads = (await conn.execute(query)).scalars().all()
+    assert [payload["pause_s"] for payload in payloads] == [0, 0, 2.5]  # the new typing pause
+    late[0] = T0 + timedelta(minutes=5)  # older than the new limit, younger than the old
+    kit.outlet.connected = True
+    dispatcher.wake()
+    await drained(kit)
+    assert await kit.statuses() == [("expired", 0)] * 3
+
+
 async def interrupted(kit: Kit, stream: str, text: str, created: datetime) -> int:
     """A row the previous process marked `sending` and never finished."""
     sid = await kit.stream_id(stream)

@@ -1,0 +1,111 @@
+"""How replies go out (the outbox's pacing) as a settings section: the console changes it
+and the dispatcher uses it from its next send, no restart (docs/console.md, docs/delivery.md).
+
+Only the knobs an owner has a reason to turn: how human the typing looks, how fast a backlog
+drains, how long a reply may wait. Retries and timeouts stay the dispatcher's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from loguru import logger
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.settings.features import TableStorage
+from pallas.product.settings.registry import Scope, Section
+from pallas.store.settings_table import SettingsTable
+
+SCOPE = "global"
+
+
+class Pacing(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chars_per_second: float = Field(default=8.0, ge=1, le=100)
+    min_pause_s: float = Field(default=0.8, ge=0, le=10)
+    max_pause_s: float = Field(default=4.0, ge=0, le=30)
+    stream_interval_s: float = Field(default=1.0, ge=0, le=30)
+    global_per_second: float = Field(default=2.0, ge=0.1, le=20)
+    global_burst: int = Field(default=5, ge=1, le=50)
+    stale_after_s: float = Field(default=600.0, ge=30, le=3600)
+    max_waiting_unsolicited: int = Field(default=2, ge=1, le=10)
+
+    @field_validator("max_pause_s")
+    @classmethod
+    def _not_below_min(cls, value: float, info: ValidationInfo) -> float:
+        lower = info.data.get("min_pause_s")
+        if lower is not None and value < lower:
+            raise ValueError(f"不能小于「气泡之间最短停多久」（{lower:g} 秒）")
+        return value
+
+
+def pacing_of(policy: DeliveryPolicy) -> Pacing:
+    """The defaults as they are: a kernel may be built with pacing beyond what the console
+    offers (a test's instant sends); only what an owner changes is checked."""
+    return Pacing.model_construct(**{name: getattr(policy, name) for name in Pacing.model_fields})
+
+
+class PacingStorage(TableStorage):
+    """Stored like any section; handed to the dispatcher when saved and at every start."""
+
+    def __init__(
+        self, table: SettingsTable, base: DeliveryPolicy, apply: Callable[[DeliveryPolicy], None]
+    ) -> None:
+        super().__init__("delivery", table)
+        self._base = base
+        self._apply = apply
+
+    async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None:
+        await super().save(scope_id, stored, now)
+        self._apply(replace(self._base, **stored))
+
+    async def restore(self) -> None:
+        stored = await self.load(SCOPE)
+        if not stored:
+            return
+        try:  # stored under earlier bounds, perhaps: checked again, never applied unchecked
+            checked = Pacing.model_validate(pacing_of(self._base).model_dump() | stored)
+        except ValidationError as exc:
+            logger.warning("delivery settings stored are not valid now, defaults used: {}", exc)
+            return
+        self._apply(replace(self._base, **checked.model_dump()))
+
+
+def delivery_section(
+    table: SettingsTable, base: DeliveryPolicy, apply: Callable[[DeliveryPolicy], None]
+) -> Section:
+    return Section(
+        key="delivery",
+        title="发消息的节奏",
+        scope=Scope.GLOBAL,
+        model=Pacing,
+        defaults=pacing_of(base),
+        storage=PacingStorage(table, base, apply),
+        titles={
+            "chars_per_second": "打字速度（每秒几个字）",
+            "min_pause_s": "气泡之间最短停多久（秒）",
+            "max_pause_s": "气泡之间最长停多久（秒）",
+            "stream_interval_s": "同一个聊天两条消息至少隔多久（秒）",
+            "global_per_second": "所有聊天合起来每秒最多发几条",
+            "global_burst": "积压时一口气最多连发几条",
+            "stale_after_s": "多久没发出去就不发了（秒）",
+            "max_waiting_unsolicited": "一个聊天最多排着几条没人叫也要说的话",
+        },
+        applies="下一条消息起生效",
+        helps={
+            "chars_per_second": "第二条气泡起，停顿是它的字数除以打字速度，再夹在最短和最长之间",
+            "stale_after_s": "回复晚了就不合时宜了：过了这么久还没发出去的，直接放弃",
+            "max_waiting_unsolicited": "被 @ 的回复不受这个限制；更早的那些会被丢掉",
+        },
+    )
