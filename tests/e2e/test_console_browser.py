@@ -210,6 +210,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "persona": f"/pallas/settings/persona/{SELF_ID}",
         "features": f"/pallas/settings/features/{sid}",
         "model-choice": "/pallas/settings/models/global",
+        "delivery": "/pallas/settings/delivery/global",
         "jobs": "/pallas/jobs",
         "models": "/pallas/models",
         "tools": "/pallas/tools",
