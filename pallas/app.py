@@ -162,6 +162,7 @@ class Runtime:
     bot_voice: BotVoiceStore
     promises: PromiseStore
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
+    settings_table: SettingsTable  # where most sections keep their values
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
     features: FeatureGate  # each group's feature switches, asked by the stages
     silence: SilenceStage
@@ -334,6 +335,7 @@ class Runtime:
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=registry,
+            settings_table=table,
             features=features,
             outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),
@@ -406,6 +408,8 @@ class Runtime:
             proactive=self.proactive,
             promises=self.promises,
             extraction_tools=self.extraction_tools,
+            settings=self.settings_registry,
+            settings_table=self.settings_table,
         )
 
     @property

@@ -2,7 +2,8 @@
 owners' notice; the model's own judgment too), favorability and relation notes in the
 context, warmth after turns, the bot's own voice, one follow-up after a private reply,
 promises to owners, the owner's commands. Knobs: `rage:`, `follow_up:`, `promises:` in
-config/agent.yml. See docs/persona.md."""
+config/agent.yml, changed live in the console's sections of the same names. See
+docs/persona.md."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
@@ -28,6 +29,7 @@ SELF_ID = 46_501
 OWNER, TIRED, CHATTY, PUPIL, RUDE = 9002, 9102, 9202, 9302, 9402
 GROUP = 8201
 CHAT = "e2e-initiative"
+TOKEN = "initiative-console-token"
 # The follow-up chance comes 6 to 7 seconds after a reply, at any hour of the bot's day.
 AGENT_FILE = """\
 memory:
@@ -73,7 +75,7 @@ async def model() -> AsyncIterator[FakeModelServer]:
 async def bot(
     tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer
 ) -> AsyncIterator[BotProcess]:
-    env = {"SUPERUSERS": f'["{OWNER}"]'}
+    env = {"SUPERUSERS": f'["{OWNER}"]', "PALLAS_CONSOLE_TOKEN": TOKEN}
     workdir = tmp_path_factory.mktemp("initiative")
     async with bot_with_model(workdir, model, CHAT, agent_file=AGENT_FILE, env=env) as process:
         yield process
@@ -257,3 +259,30 @@ def _settled(timeline: TimelineDb) -> bool:
         "('turn_finished', 'turn_failed', 'turn_waiting', 'turn_interrupted')"
     )
     return bool(started == ended)
+
+
+async def put_settings(bot: BotProcess, key: str, changes: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        changed = await http.put(f"/pallas/api/settings/{key}/global", json=changes)
+    assert changed.status_code == 200, changed.text
+
+
+async def test_the_follow_up_switched_off_in_the_console_arms_nothing_until_on_again(
+    napcat: NapCat, model: FakeModelServer, timeline: TimelineDb, bot: BotProcess
+) -> None:
+    quiet = 9502
+    await wait_for(lambda: _settled(timeline), what="earlier turns over")
+    armed = len(follow_ups(timeline))
+    await put_settings(bot, "follow_up", {"enabled": False})
+    try:
+        model.script(CHAT, reply("好的"))
+        await private(napcat, quiet, "我先睡了")
+        await wait_for(lambda: _settled(timeline), what="the turn over")
+        await asyncio.sleep(0.5)  # the chance, had it been armed, is armed right after
+        assert len(follow_ups(timeline)) == armed
+    finally:
+        await put_settings(bot, "follow_up", {"enabled": True})
+    model.script(CHAT, reply("晚安"))
+    await private(napcat, quiet, "真睡了")
+    await wait_for(lambda: len(follow_ups(timeline)) > armed, what="the chance armed again")

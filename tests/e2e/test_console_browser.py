@@ -211,6 +211,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "features": f"/pallas/settings/features/{sid}",
         "model-choice": "/pallas/settings/models/global",
         "delivery": "/pallas/settings/delivery/global",
+        "rage": "/pallas/settings/rage/global",
         "jobs": "/pallas/jobs",
         "models": "/pallas/models",
         "tools": "/pallas/tools",

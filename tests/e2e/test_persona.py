@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
@@ -28,6 +29,7 @@ SELF_ID = 46_401
 OWNER, MING, RUDE, RUDER = 9001, 9101, 9201, 9301
 GROUP, OTHER_GROUP = 8101, 8102
 CHAT = "e2e-persona"
+TOKEN = "persona-console-token"
 # Silences of under two seconds, so the test sees one end and the next one begin.
 SILENCE_S = 1.8
 AGENT_FILE = f"""\
@@ -81,6 +83,7 @@ async def bot(
         "PALLAS_SMTP_FROM": "bot@example.invalid",
         "PALLAS_SMTP_TO": '["owner@example.invalid"]',
         "PALLAS_SMTP_STARTTLS": "false",
+        "PALLAS_CONSOLE_TOKEN": TOKEN,
     }
     process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
     process.start()
@@ -261,3 +264,29 @@ async def test_its_own_voice_persona_mood_and_a_resumption_after_a_long_quiet(
     await private(napcat, OWNER, "/人设 风格 说话带点东北味，爱用“咋整”")
     await private(napcat, friend, "在吗")
     assert "说话风格：说话带点东北味" in system_of(model)
+
+
+async def rage_settings(bot: BotProcess, changes: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        changed = await http.put("/pallas/api/settings/rage/global", json=changes)
+    assert changed.status_code == 200, changed.text
+
+
+async def test_rage_switched_off_in_the_console_notices_nothing_until_switched_on(
+    napcat: NapCat, timeline: TimelineDb, bot: BotProcess
+) -> None:
+    calm, group = 9501, 8103
+    await rage_settings(bot, {"enabled": False})
+    try:
+        for _ in range(3):  # enough to silence anyone were rage on (threshold 8, 4 each)
+            event = await say(napcat, group, calm, "你是傻逼")
+            await wait_for(lambda e=event: timeline.messages(e["message_id"]), what="stored")
+        await wait_for(lambda: settled(timeline), what="the turns over")
+        assert outcomes(timeline, calm) == []
+        assert not suppressed(timeline, event)
+    finally:
+        await rage_settings(bot, {"enabled": True})
+    # Switched on again: the very next insult counts (the attack's event names its outcome).
+    await say(napcat, group, calm, "你是傻逼")
+    await wait_for(lambda: outcomes(timeline, calm), what="the attack noticed")

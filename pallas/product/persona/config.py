@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pallas.product.persona.rage import RagePolicy
 
@@ -44,11 +44,14 @@ class FollowUpConfig(BaseModel):
     # Also in the bot's sleeping hours (02:00-08:00 in its day, persona/routine.py).
     at_night: bool = False
 
-    @model_validator(mode="after")
-    def _ordered(self) -> FollowUpConfig:
-        if self.max_minutes < self.min_minutes:
-            raise ValueError("follow_up.max_minutes must not be less than min_minutes")
-        return self
+    @field_validator("max_minutes")
+    @classmethod
+    def _ordered(cls, value: float, info: ValidationInfo) -> float:
+        lower = info.data.get("min_minutes")
+        if lower is not None and value < lower:
+            # Shown to the owner as is, in the console and at start-up: in Chinese.
+            raise ValueError(f"不能小于 min_minutes（{lower:g} 分钟）")
+        return value
 
 
 class PromiseConfig(BaseModel):

@@ -64,12 +64,15 @@ from pallas.product.persona.promises import (
     run_promise_due,
 )
 from pallas.product.persona.relations import RelationsSource, Warmth
+from pallas.product.persona.settings import PersonaKnobs, register_persona_sections
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
+from pallas.product.settings.registry import SettingsRegistry
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.ledger import LedgerWriter
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
+from pallas.store.settings_table import SettingsTable
 
 
 @dataclass
@@ -100,6 +103,8 @@ class PersonaHost:
     proactive: ProactiveTurns
     promises: PromiseStore
     extraction_tools: list[ExtractionTool]
+    settings: SettingsRegistry  # where the persona's knobs are registered for the console
+    settings_table: SettingsTable
 
 
 @dataclass(frozen=True)
@@ -110,23 +115,38 @@ class PersonaConfigs:
 
 
 def install_persona(host: PersonaHost, configs: PersonaConfigs) -> None:
-    more: list[StateLines] = [PromiseLines(_promise_deps(host, configs.promises))]
+    """Everything is installed whatever the switches say: the console turns rage, the
+    follow-up and promises on and off while the bot runs, and each asks its switch where
+    it acts."""
     host.sources.append(RelationsSource(host.store))
     host.extraction_tools.append(RelationNoteTool(host.engine, host.store))
     host.observers.register(Warmth(host.engine, host.store, host.clock))
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
         host.commands.register(command(host.engine, host.store, host.clock))
     host.silence.add(RageSilence(host.store))  # lifting still works with rage switched off
-    _promises(host, configs.promises)
-    _follow_up(host, configs.follow_up)
-    if configs.rage.enabled:
-        more += _rage(host, configs.rage)
-    _own_voice(host, more)
+    promises = _promises(host, configs.promises)
+    follow_up = _follow_up(host, configs.follow_up)
+    watch, notify = _rage(host, configs.rage)
+    judging = OffenceLines(frozenset(host.owners), lambda: watch.enabled and watch.judging)
+    _own_voice(host, [PromiseLines(promises), judging])
+    knobs = PersonaKnobs(
+        rage=partial(_use_rage, watch=watch, notify=notify),
+        follow_up=partial(setattr, follow_up, "config"),
+        promises=partial(setattr, promises, "config"),
+    )
+    bases = (configs.rage, configs.follow_up, configs.promises)
+    register_persona_sections(host.settings, host.settings_table, bases, knobs)
 
 
-def _rage(host: PersonaHost, config: RageConfig) -> list[StateLines]:
+def _use_rage(config: RageConfig, *, watch: WatchDeps, notify: NotifyDeps) -> None:
+    watch.policy = config.policy()
+    watch.enabled, watch.judging = config.enabled, config.model_judgement
+    notify.check_after_s = config.notify_check_s
+
+
+def _rage(host: PersonaHost, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
     """Attacks noticed: the persona stage, the owners' notice; the model's judgment too."""
-    _notices(host, config)
+    notify = _notices(host, config)
     watch = WatchDeps(
         engine=host.engine,
         store=host.store,
@@ -136,12 +156,12 @@ def _rage(host: PersonaHost, config: RageConfig) -> list[StateLines]:
         names=host.names,
         clock=host.clock,
         policy=config.policy(),
+        enabled=config.enabled,
+        judging=config.model_judgement,
     )
     host.stages.register(PersonaWatch(watch))
-    if not config.model_judgement:
-        return []
     host.listeners.append(OffenceListener(watch))
-    return [OffenceLines(frozenset(host.owners))]
+    return watch, notify
 
 
 def _own_voice(host: PersonaHost, more: list[StateLines]) -> None:
@@ -155,8 +175,8 @@ def _own_voice(host: PersonaHost, more: list[StateLines]) -> None:
     host.commands.register(PersonaCommand(host.voice, seed, host.clock))
 
 
-def _promise_deps(host: PersonaHost, config: PromiseConfig) -> PromiseDeps:
-    return PromiseDeps(
+def _promises(host: PersonaHost, config: PromiseConfig) -> PromiseDeps:
+    deps = PromiseDeps(
         store=host.promises,
         jobs=host.jobs,
         ledger=host.ledger,
@@ -165,18 +185,15 @@ def _promise_deps(host: PersonaHost, config: PromiseConfig) -> PromiseDeps:
         config=config,
         clock=host.clock,
     )
-
-
-def _promises(host: PersonaHost, config: PromiseConfig) -> None:
-    deps = _promise_deps(host, config)
     host.listeners.append(PromiseListener(deps))  # refuses every promise when switched off
     host.jobs.handle(DUE_KIND, partial(run_promise_due, deps=deps))
     host.jobs.handle(EXPIRE_KIND, partial(expire_promises, deps=deps))
     host.jobs.every(EXPIRE)
     host.commands.register(PromiseCommand(host.promises, host.clock))
+    return deps
 
 
-def _follow_up(host: PersonaHost, config: FollowUpConfig) -> None:
+def _follow_up(host: PersonaHost, config: FollowUpConfig) -> FollowUpDeps:
     deps = FollowUpDeps(
         engine=host.engine,
         jobs=host.jobs,
@@ -186,13 +203,13 @@ def _follow_up(host: PersonaHost, config: FollowUpConfig) -> None:
         clock=host.clock,
         rng=random.Random,
     )
-    if config.enabled:
-        host.observers.register(FollowUpArm(deps))
-    # Handled even when switched off: chances armed before a restart end as `disabled`.
+    host.observers.register(FollowUpArm(deps))  # arms nothing while switched off
+    # Handled even when switched off: chances armed before end as `disabled`.
     host.jobs.handle(FOLLOW_UP_KIND, partial(run_follow_up, deps=deps))
+    return deps
 
 
-def _notices(host: PersonaHost, config: RageConfig) -> None:
+def _notices(host: PersonaHost, config: RageConfig) -> NotifyDeps:
     deps = NotifyDeps(
         engine=host.engine,
         write_lock=host.write_lock,
@@ -207,3 +224,4 @@ def _notices(host: PersonaHost, config: RageConfig) -> None:
     )
     host.jobs.handle(NOTIFY_KIND, partial(notify_owners, deps=deps))
     host.jobs.handle(CHECK_KIND, partial(check_notice, deps=deps))
+    return deps

@@ -86,6 +86,8 @@ class FollowUpArm:
 
     async def turn_ended(self, ended: TurnEnded) -> None:
         deps = self._deps
+        if not deps.config.enabled:
+            return
         if ended.stream.kind is not StreamKind.PRIVATE or ended.occasion:
             return  # groups have their own rhythm; a turn of the bot's own arms nothing
         if ended.ending is not TurnEnding.DONE or not ended.message_ids:

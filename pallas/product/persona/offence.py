@@ -9,6 +9,8 @@ counted), and goes through the same rage, silence and blacklist as any other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pallas.core.inbound import StreamKind
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.output import IntentKind
@@ -33,7 +35,7 @@ class OffenceListener:
     async def heard(self, context: FormContext) -> None:
         reasons = [i.value for i in context.intents if i.kind is IntentKind.OFFENCE]
         theirs = [m for m in context.turn.messages if not m.message.from_bot]
-        if not reasons or not theirs:
+        if not reasons or not theirs or not (self._deps.enabled and self._deps.judging):
             return
         deps, last = self._deps, theirs[-1]
         if await attacks_noted(deps.engine, [m.message_id for m in theirs]):
@@ -54,10 +56,13 @@ class OffenceListener:
 class OffenceLines:
     """The persona's state line telling the model how to say it was attacked (not to owners)."""
 
-    def __init__(self, owners: frozenset[str]) -> None:
+    def __init__(self, owners: frozenset[str], judging: Callable[[], bool] = lambda: True) -> None:
         self._owners = owners
+        self._judging = judging  # asked each turn: the console may switch it
 
     async def lines(self, turn: Turn) -> list[str]:
+        if not self._judging():
+            return []
         theirs = [m for m in turn.messages if not m.message.from_bot]
         if not theirs or any(m.message.sender.user_id in self._owners for m in theirs):
             return []

@@ -48,6 +48,9 @@ class WatchDeps:
     names: tuple[str, ...]
     clock: Callable[[], datetime]
     policy: RagePolicy
+    # The console switches these while the bot runs (persona/settings.py).
+    enabled: bool = True  # attacks noticed at all (stored silences hold either way)
+    judging: bool = True  # the model's [冒犯:…] counts too
 
 
 class PersonaWatch:
@@ -58,6 +61,8 @@ class PersonaWatch:
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         msg = stored.message
+        if not self._deps.enabled:
+            return CONTINUE
         if msg.from_bot or msg.is_poke or msg.sender.user_id in self._deps.owners:
             return CONTINUE
         words = typed_text(msg.segments)

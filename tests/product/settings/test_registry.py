@@ -5,6 +5,7 @@ forms in the model's order, dynamic options are the bot's own; the sections stor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.persona.config import FollowUpConfig, PromiseConfig
+from pallas.product.persona.settings import FOLLOW_UP_TITLES, PROMISE_TITLES
 from pallas.product.settings.agent_section import agent_section
+from pallas.product.settings.applied import applied_section
 from pallas.product.settings.delivery_section import delivery_section
 from pallas.product.settings.features import (
     Feature,
@@ -244,3 +248,47 @@ async def test_pacing_stored_under_other_bounds_is_not_applied(engine: AsyncEngi
     await registry.restore()
     assert started == []  # the defaults stand, and a warning says why
 
+
+
+def follow_up_section(
+    engine: AsyncEngine, base: FollowUpConfig, apply: Callable[[FollowUpConfig], None]
+) -> Section:
+    table = SettingsTable(engine)
+    return applied_section("follow_up", "私聊后", table, base, apply, FOLLOW_UP_TITLES)
+
+
+async def test_a_features_agent_file_config_as_a_section_applies_when_saved_and_at_start(
+    engine: AsyncEngine,
+) -> None:
+    base = FollowUpConfig(min_minutes=10, max_minutes=30)
+    applied: list[FollowUpConfig] = []
+    registry = SettingsRegistry()
+    registry.register(follow_up_section(engine, base, applied.append))
+    fields = {f.name: f for f in (await registry.read("follow_up", "global")).fields}
+    assert (fields["min_minutes"].default, fields["enabled"].kind) == (10, FieldKind.BOOL)
+    with pytest.raises(SettingsError) as refused:
+        await registry.update("follow_up", "global", {"max_minutes": 5}, T0)
+    assert refused.value.problems == {"max_minutes": "不能小于 min_minutes（10 分钟）"}
+    assert applied == []
+    await registry.update("follow_up", "global", {"enabled": False}, T0)
+    assert applied == [base.model_copy(update={"enabled": False})]
+
+    started: list[FollowUpConfig] = []
+    later = SettingsRegistry()
+    later.register(follow_up_section(engine, base, started.append))
+    await later.restore()
+    assert [c.enabled for c in started] == [False]
+
+
+async def test_values_stored_under_other_bounds_are_not_applied_at_start(
+    engine: AsyncEngine,
+) -> None:
+    table = SettingsTable(engine)
+    await table.save("promises", "global", {"shown": 99}, T0)  # beyond today's 20
+    started: list[PromiseConfig] = []
+    registry = SettingsRegistry()
+    section = applied_section("promises", "承诺", table, PromiseConfig(), started.append,
+                              PROMISE_TITLES)  # fmt: skip
+    registry.register(section)
+    await registry.restore()
+    assert started == []
