@@ -261,6 +261,36 @@ async def test_reply_limits_changed_in_the_console_apply_to_the_next_turn(
     await http.put("/pallas/api/settings/agent/global", json={"max_bubbles": 4}, headers=BEARER)
 
 
+async def test_the_context_budget_changed_in_the_console_applies_to_the_next_turn(
+    http: httpx.AsyncClient, bot: BotProcess, napcat: FakeNapCat
+) -> None:
+    timeline, group = TimelineDb(bot.db_path), GROUP + 5
+    for n in range(10):  # history nobody asked the bot about
+        event = napcat.group_message(group, MEMBER, [text(f"第{n}句闲聊，" + "今天天气不错" * 8)])
+        await napcat.send_event(event)
+        await wait_for(lambda e=event: timeline.messages(e["message_id"]), what="stored")
+
+    async def dropped_after(words: str) -> int:
+        kind = "SELECT COUNT(*) FROM event WHERE kind = 'context_assembled'"
+        before = timeline.scalar(kind)
+        await napcat.send_event(napcat.group_message(group, MEMBER, [at(SELF_ID), text(words)]))
+        await wait_for(lambda: timeline.scalar(kind) > before, what="the context assembled")
+        payload = timeline.scalar(
+            "SELECT payload FROM event WHERE kind = 'context_assembled' ORDER BY id DESC LIMIT 1"
+        )
+        return int(json.loads(payload)["dropped_lines"])
+
+    assert await dropped_after(" 你看到几句") == 0  # the agent file's 3000 holds them all
+    changed = await http.put("/pallas/api/settings/agent/global",
+                             json={"context_token_budget": 200}, headers=BEARER)  # fmt: skip
+    assert changed.status_code == 200
+    try:
+        assert await dropped_after(" 现在呢") > 0  # the oldest history went first
+    finally:
+        await http.put("/pallas/api/settings/agent/global", json={"context_token_budget": 3000},
+                       headers=BEARER)  # fmt: skip
+
+
 def _reason(timeline: TimelineDb, event: dict[str, Any]) -> str | None:
     return timeline.scalar(
         "SELECT e.reason FROM event e JOIN message m ON m.id = e.message_id "

@@ -22,9 +22,11 @@ class ReplyLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    context_token_budget: int = Field(default=3000, ge=200, le=100_000)
     max_bubbles: int = Field(default=4, ge=1, le=10)
     reply_max_chars: int = Field(default=600, ge=20, le=5000)
     tool_call_budget: int = Field(default=3, ge=0, le=8)
+    max_rounds: int = Field(default=5, ge=2, le=10)
     fallback_reply: str = Field(default="", max_length=500)
 
 
@@ -57,17 +59,23 @@ def agent_section(
 ) -> Section:
     return Section(
         key="agent",
-        title="回复的长短",
+        title="每一轮的限度",
         scope=Scope.GLOBAL,
         model=ReplyLimits,
         defaults=limits_of(base),
         storage=ReplyLimitsStorage(table, base, apply),
         titles={
+            "context_token_budget": "每轮给模型看多少上下文（估算的 token）",
             "max_bubbles": "一次最多几条气泡",
             "reply_max_chars": "一次最多多少字",
             "tool_call_budget": "一轮最多用几次工具",
+            "max_rounds": "一次决定最多调用模型几次",
             "fallback_reply": "模型都不可用时的回复",
         },
         applies="下一轮生效",
-        helps={"fallback_reply": "留空就什么都不说"},
+        helps={
+            "context_token_budget": "越小越省钱；最早的聊天记录先被舍掉，新消息从不",
+            "max_rounds": "工具调用和一次修正都算在内",
+            "fallback_reply": "留空就什么都不说",
+        },
     )

@@ -7,7 +7,7 @@ assemble context -> frame -> decide -> act (reply / react / poke) or hand back
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,8 +89,14 @@ class AgentTurnHandler:
 
     def reconfigure(self, config: AgentConfig) -> None:
         """Limits changed in the console: the next turn reads them (a turn running now
-        keeps the frame it was built with)."""
-        self._deps.config = config
+        keeps the frame, the budget and the plan it was built with). Which models decide
+        and write (split_reply) stays as decided at start-up."""
+        deps = self._deps
+        deps.config = config
+        deps.assembly = replace(deps.assembly, token_budget=config.context_token_budget)
+        if deps.agent is not None:
+            plan = replace(deps.agent.plan, max_rounds=config.max_rounds)
+            deps.agent = AgentDeps(deps.agent.models, plan)
 
     async def handle(self, turn: Turn) -> TurnDecision:
         if self._deps.agent is None:  # nothing would read the context: do not assemble it

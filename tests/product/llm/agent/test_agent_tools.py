@@ -11,6 +11,8 @@ import pytest
 
 from pallas.app import Runtime
 from pallas.core.inbound import InboundMessage
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.llm.tools.base import Visibility
 from pallas.product.llm.tools.registry import FunctionPlugin
 from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
@@ -119,3 +121,18 @@ async def test_inventory_talk_offers_discovery_and_the_read_only_tools(
 
 def message_in(text: str, user: str) -> InboundMessage:
     return message(text, stream=private(user), user_id=user)
+
+
+async def test_limits_changed_while_running_bound_the_next_decision(
+    runtime: tuple[Runtime, RecordingOutlet, EchoTool], model_server: FakeModelServer
+) -> None:
+    rt, outlet, _ = runtime
+    handler = rt.runner.handler
+    assert isinstance(handler, AgentTurnHandler)
+    handler.reconfigure(AgentConfig(max_rounds=2, tool_call_budget=8))  # as the console does
+    roll = call("dice__roll", word="六")
+    model_server.script(MODEL, roll, roll, roll, call("reply", text="掷完了"))
+    await say(rt, message_in("帮我掷三次骰子", "502"))
+    await settle(rt)
+    assert len(model_server.requests_for(MODEL)) == 2  # not the agent file's five
+    assert "掷完了" not in [s.text for s in outlet.sent]
