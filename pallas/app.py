@@ -378,6 +378,8 @@ class Runtime:
             clock=self.runner.clock,
             client=client,
             features=self.features,
+            settings=self.settings_registry,
+            settings_table=self.settings_table,
         )
 
     def persona_host(self) -> PersonaHost:

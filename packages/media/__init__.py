@@ -1,6 +1,7 @@
 """Media glue: pictures people send kept once each, pictures and voices understood when a turn
 needs them, the sticker habit and the bot's sticker collection, sticker and voice replies, the
-owner's sticker commands. Knobs: `media:` in config/agent.yml. See docs/media.md."""
+owner's sticker commands. Knobs: `media:` in config/agent.yml, changed live in the console's
+`media` section. See docs/media.md."""
 
 from __future__ import annotations
 

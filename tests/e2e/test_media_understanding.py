@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.bot_process import REPO_ROOT, BotProcess
@@ -28,6 +29,7 @@ from tests.support.timeline_db import TimelineDb, wait_for
 SELF_ID = 46_301
 GROUP, MING = 7901, 8901
 CHAT, VISION, ASR, TTS = "e2e-chat", "e2e-vision", "e2e-asr", "e2e-tts"
+TOKEN = "media-console-token"
 CAT = picture("orange", (16, 12))
 DOG = picture("teal", (10, 10))
 AGENT_FILE = """\
@@ -109,6 +111,7 @@ async def bot(
         "PALLAS_PROVIDERS_FILE": str(providers),
         "PALLAS_E2E_PLUGINS": "tests.support.habit_plugin",
         "PALLAS_E2E_HABIT_GO": str(workdir / "habit-go"),
+        "PALLAS_CONSOLE_TOKEN": TOKEN,
     }
     script = REPO_ROOT / "tests" / "support" / "bot_with_plugins.py"
     process = BotProcess(workdir, token=ACCESS_TOKEN, env=env, script=script)
@@ -261,3 +264,30 @@ async def test_a_voice_is_transcribed_and_answered_by_voice(
     spoken_row = "SELECT text FROM message WHERE from_bot = 1 AND text LIKE '[语音%'"
     own = await wait_for(lambda: timeline.query(spoken_row), timeout=10, what="the voice recorded")
     assert [row["text"] for row in own] == ["[语音：八点，别迟到]"]
+
+
+async def put_media(bot: BotProcess, changes: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        changed = await http.put("/pallas/api/settings/media/global", json=changes)
+    assert changed.status_code == 200, changed.text
+
+
+async def test_voice_replies_switched_and_revoiced_in_the_console(
+    napcat: NapCat, model: FakeModelServer, files: FakeWebServer, bot: BotProcess
+) -> None:
+    async def answer_to_a_voice(words: str) -> list[str]:
+        before = len(napcat.sent("send_private_msg"))
+        model.script(ASR, Reply("在吗"))
+        model.script(CHAT, reply(words))
+        await napcat.send_event(napcat.private_message(MING, [record(files.url("/hello.wav"))]))
+        await wait_for(lambda: len(napcat.sent("send_private_msg")) > before, what="the answer")
+        return [segment["type"] for segment in napcat.sent("send_private_msg")[-1]]
+
+    spoken = len(model.requests_for(TTS))
+    await put_media(bot, {"voice_replies": False})
+    assert await answer_to_a_voice("在，打字回你") == ["text"]
+    assert len(model.requests_for(TTS)) == spoken  # no speech asked for
+    await put_media(bot, {"voice_replies": True, "tts_voice": "nova"})
+    assert await answer_to_a_voice("在，这次说给你听") == ["record"]
+    assert model.requests_for(TTS)[-1].body["voice"] == "nova"

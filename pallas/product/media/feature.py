@@ -23,6 +23,7 @@ from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.media.config import MediaConfig
 from pallas.product.media.describe import DescribeDeps, Labeller, describe_message
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
+from pallas.product.media.settings import MediaParts, media_section
 from pallas.product.media.sight import DESCRIBE_KIND, Arrivals, Sight
 from pallas.product.media.sticker_commands import (
     CollectStickerCommand,
@@ -34,10 +35,12 @@ from pallas.product.media.sticker_tools import sticker_tools
 from pallas.product.media.stickers import StickerReply, sticker_receipts
 from pallas.product.media.voice import VoiceReply
 from pallas.product.settings.features import FeatureGate
+from pallas.product.settings.registry import SettingsRegistry
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetStore
 from pallas.store.memory import MemoryStore
+from pallas.store.settings_table import SettingsTable
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 
@@ -64,23 +67,29 @@ class MediaHost:
     library: StickerLibrary
     clock: Callable[[], datetime]
     client: httpx.AsyncClient
+    settings: SettingsRegistry  # where the `media` section is registered
+    settings_table: SettingsTable
     features: FeatureGate | None = None  # each group's switches (sticker replies)
 
 
 def install_media(host: MediaHost, config: MediaConfig) -> None:
+    """Sticker and voice replies are installed whatever the switches say: the console's
+    `media` section turns them on and off, and changes the numbers, while the bot runs."""
     labeller = Labeller(host.assets, host.models, host.clock, config.labels_per_hour)
     _keep_pictures(host)
-    describe = _understand(host, labeller, config)
-    _habit(host, labeller, config)
-    _stickers(host, config)
-    if config.voice_replies:
-        host.reply_forms.append(VoiceReply(host.models, host.assets, host.clock, config.tts_voice))
+    describe, sight = _understand(host, labeller, config)
+    habit = _habit(host, labeller, config)
+    stickers = _stickers(host)
+    voice = VoiceReply(host.models, host.assets, host.clock, config.tts_voice)
+    host.reply_forms.append(voice)
     for command in (
         CollectStickerCommand(host.library, describe, host.clock),
         StickerListCommand(host.library),
         DropStickerCommand(host.library),
     ):
         host.commands.register(command)
+    parts = MediaParts(labeller, sight, habit, stickers, voice)
+    host.settings.register(media_section(host.settings_table, config, parts))
 
 
 def _keep_pictures(host: MediaHost) -> None:
@@ -89,7 +98,9 @@ def _keep_pictures(host: MediaHost) -> None:
     host.stages.register(MediaStage(host.jobs))
 
 
-def _understand(host: MediaHost, labeller: Labeller, config: MediaConfig) -> DescribeDeps:
+def _understand(
+    host: MediaHost, labeller: Labeller, config: MediaConfig
+) -> tuple[DescribeDeps, Sight]:
     arrivals = Arrivals()
     deps = DescribeDeps(host.assets, host.models, labeller, host.client, arrivals, host.clock)
     host.jobs.handle(
@@ -100,20 +111,19 @@ def _understand(host: MediaHost, labeller: Labeller, config: MediaConfig) -> Des
         logger.info("media: no `vision` model is registered; pictures stay placeholders")
     if not voice:
         logger.info("media: no `asr` model is registered; voices stay placeholders")
-    host.preparers.append(
-        Sight(
-            host.assets.engine,
-            host.jobs,
-            arrivals,
-            wait_s=config.sight_wait_s,
-            vision=vision,
-            voice=voice,
-        )
+    sight = Sight(
+        host.assets.engine,
+        host.jobs,
+        arrivals,
+        wait_s=config.sight_wait_s,
+        vision=vision,
+        voice=voice,
     )
-    return deps
+    host.preparers.append(sight)
+    return deps, sight
 
 
-def _habit(host: MediaHost, labeller: Labeller, config: MediaConfig) -> None:
+def _habit(host: MediaHost, labeller: Labeller, config: MediaConfig) -> HabitDeps:
     deps = HabitDeps(
         store=host.habit,
         library=host.library,
@@ -126,9 +136,10 @@ def _habit(host: MediaHost, labeller: Labeller, config: MediaConfig) -> None:
     )
     host.jobs.handle(HABIT_KIND, partial(run_habit_job, deps=deps), timeout_s=HABIT_TIMEOUT_S)
     host.jobs.every(HABIT_SCAN)
+    return deps
 
 
-def _stickers(host: MediaHost, config: MediaConfig) -> None:
+def _stickers(host: MediaHost) -> StickerReply:
     rng = random.Random
     host.dispatcher.on_receipt(sticker_receipts(host.library, host.clock))
     host.registry.register_plugin(
@@ -136,5 +147,6 @@ def _stickers(host: MediaHost, config: MediaConfig) -> None:
             "sticker", "表情包：查找、随回复发一张", common=sticker_tools(host.library, rng)
         )
     )
-    if config.sticker_replies:
-        host.reply_forms.append(StickerReply(host.library, rng, host.features))
+    reply = StickerReply(host.library, rng, host.features)
+    host.reply_forms.append(reply)
+    return reply

@@ -137,7 +137,7 @@ class Sight:
         self._engine = engine
         self._jobs = jobs
         self._arrivals = arrivals
-        self._wait_s = wait_s
+        self.wait_s = wait_s  # the console may change it (media/settings.py)
         self._vision = vision
         self._voice = voice
 
@@ -167,7 +167,7 @@ class Sight:
             self._arrivals.forget(message_ids)
             return {"messages": list(message_ids), "described": 0, "error": repr(exc)[:200]}
         try:
-            async with asyncio.timeout(self._wait_s):
+            async with asyncio.timeout(self.wait_s):
                 await asyncio.gather(*(event.wait() for event in events))
         except TimeoutError:
             logger.info(
@@ -175,7 +175,7 @@ class Sight:
                 turn.turn_id,
                 sum(not e.is_set() for e in events),
                 len(events),
-                self._wait_s,
+                self.wait_s,
             )  # the queued jobs still arrive and clear their events; another turn may wait too
         waited_ms = round((time.monotonic() - started) * 1000)
         described = sum(e.is_set() for e in events)

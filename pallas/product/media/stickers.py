@@ -90,11 +90,14 @@ class StickerReply:
         self._library = library
         self._rng = rng
         self._features = features
+        self.enabled = True  # all chats; the console may switch it (media/settings.py)
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
         wanted = [i.value for i in context.intents if i.kind is IntentKind.STICKER and i.value]
         chosen = context.choices.get(CHOSEN)
         if not wanted and not chosen:
+            return reply
+        if not self.enabled:  # a sticker-only reply says its feeling in words
             return reply
         if self._features and not await self._features.allows(
             context.turn.stream_id, Feature.STICKERS

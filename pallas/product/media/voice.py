@@ -64,11 +64,14 @@ class VoiceReply:
         self._models = models
         self._assets = assets
         self._clock = clock
-        self._voice = voice
+        self.voice = voice  # the console may change it and `enabled` (media/settings.py)
+        self.enabled = True
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
         words = "\n".join(reply.bubbles)
-        if not words or len(words) > MAX_SPOKEN_CHARS or not wants_voice(context.turn):
+        if not self.enabled or not words or len(words) > MAX_SPOKEN_CHARS:
+            return reply
+        if not wants_voice(context.turn):
             return reply
         if not self._models.has(ModelType.TTS):
             return reply
@@ -80,7 +83,7 @@ class VoiceReply:
     async def _speak(self, words: str, turn: Turn) -> OutgoingMedia | None:
         tag = CallTag(Purpose.SPEECH, turn.stream_id, turn.turn_id)
         try:
-            result = await self._models.speak(words, tag=tag, voice=self._voice)
+            result = await self._models.speak(words, tag=tag, voice=self.voice)
             asset = await self._assets.put(result.audio, self._clock(), source="generated")
         except (ProviderError, NotMedia) as exc:
             logger.warning("turn {}: reply not spoken, sent as text: {!r}", turn.turn_id, exc)
