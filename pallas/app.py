@@ -50,7 +50,6 @@ from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.responders import ResponderDeps
 from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
-from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
@@ -59,12 +58,13 @@ from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, p
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.feature import MemoryHost
 from pallas.product.persona.feature import PersonaHost
-from pallas.product.settings.agent_section import agent_section
-from pallas.product.settings.delivery_section import delivery_section
-from pallas.product.settings.features import FeatureGate, features_section, notices_section
-from pallas.product.settings.models_section import models_section
+from pallas.product.settings.core_sections import (
+    CoreSectionParts,
+    agent_reconfigure,
+    core_registry,
+)
+from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
-from pallas.product.settings.sections import gate_section, persona_section
 from pallas.product.steering.commands import SteeringDeps, install_steering
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
@@ -72,7 +72,7 @@ from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
-from pallas.store.bot_voice import BotVoiceStore, StoredPersona
+from pallas.store.bot_voice import BotVoiceStore
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
@@ -292,11 +292,10 @@ class Runtime:
                 agent_config,
                 AgentPlugs(context_sources, preparers, reply_forms, persona_sources, listeners),
             )
-        registry = _registry(
-            RegistryParts(engine, policies, voice, table, models, _reconfigure(runner), dispatcher),
-            agent_config,
-            settings,
+        parts = CoreSectionParts(
+            engine, policies, voice, table, models, dispatcher, tuple(settings.nickname), utc_now
         )
+        registry = core_registry(parts, agent_config, agent_reconfigure(runner.handler))
         install_steering(commands, SteeringDeps(engine, registry, memory, utc_now))
         return cls(
             settings=settings,
@@ -534,41 +533,6 @@ def _agent(
         skills=tools.skills,
         superusers=frozenset(settings.superusers),
     )
-
-
-@dataclass(frozen=True)
-class RegistryParts:
-    engine: AsyncEngine
-    policies: PolicyBook
-    voice: BotVoiceStore
-    table: SettingsTable
-    models: ModelManager
-    reconfigure: Callable[[AgentConfig], None]  # the agent takes new reply limits
-    dispatcher: OutboxDispatcher  # takes new pacing
-
-
-def _reconfigure(runner: RunnerDeps) -> Callable[[AgentConfig], None]:
-    """How new reply limits reach the agent (a test's own handler takes none)."""
-    handler = runner.handler
-    if isinstance(handler, AgentTurnHandler):
-        return handler.reconfigure
-    return lambda _config: None
-
-
-def _registry(parts: RegistryParts, config: AgentConfig, settings: Settings) -> SettingsRegistry:
-    """The core's settings sections, in the order the console lists them."""
-    registry = SettingsRegistry()
-    registry.register(gate_section(parts.engine, parts.policies))
-    registry.register(features_section(parts.table))
-    registry.register(notices_section(parts.table))
-    registry.register(models_section(parts.table, parts.models))
-    registry.register(agent_section(parts.table, config, parts.reconfigure))
-    pacing = parts.dispatcher.policy
-    registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
-    persona = seed_persona(config, tuple(settings.nickname))
-    seed = StoredPersona(persona.name, persona.description, persona.style)
-    registry.register(persona_section(parts.voice, seed, utc_now))
-    return registry
 
 
 def _announce_model_chat(catalog: Catalog) -> None:

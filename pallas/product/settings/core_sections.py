@@ -1,0 +1,61 @@
+"""The core's own settings sections, in the order the console lists them; features register
+theirs after these when they are installed (docs/console.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher
+from pallas.product.conversation.gate.policy_book import PolicyBook
+from pallas.product.llm.agent.agent_factory import seed_persona
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.handler import AgentTurnHandler
+from pallas.product.settings.agent_section import agent_section
+from pallas.product.settings.delivery_section import delivery_section
+from pallas.product.settings.features import features_section, notices_section
+from pallas.product.settings.models_section import models_section
+from pallas.product.settings.registry import SettingsRegistry
+from pallas.product.settings.sections import gate_section, persona_section
+from pallas.providers.manager import ModelManager
+from pallas.store.bot_voice import BotVoiceStore, StoredPersona
+from pallas.store.settings_table import SettingsTable
+
+
+@dataclass(frozen=True)
+class CoreSectionParts:
+    engine: AsyncEngine
+    policies: PolicyBook
+    voice: BotVoiceStore
+    table: SettingsTable
+    models: ModelManager
+    dispatcher: OutboxDispatcher  # takes new pacing
+    nicknames: tuple[str, ...]
+    clock: Callable[[], datetime]
+
+
+def agent_reconfigure(handler: object) -> Callable[[AgentConfig], None]:
+    """How new per-turn limits reach the agent (a test's own handler takes none)."""
+    if isinstance(handler, AgentTurnHandler):
+        return handler.reconfigure
+    return lambda _config: None
+
+
+def core_registry(
+    parts: CoreSectionParts, config: AgentConfig, reconfigure: Callable[[AgentConfig], None]
+) -> SettingsRegistry:
+    registry = SettingsRegistry()
+    registry.register(gate_section(parts.engine, parts.policies))
+    registry.register(features_section(parts.table))
+    registry.register(notices_section(parts.table))
+    registry.register(models_section(parts.table, parts.models))
+    registry.register(agent_section(parts.table, config, reconfigure))
+    pacing = parts.dispatcher.policy
+    registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
+    persona = seed_persona(config, parts.nicknames)
+    seed = StoredPersona(persona.name, persona.description, persona.style)
+    registry.register(persona_section(parts.voice, seed, parts.clock))
+    return registry
