@@ -357,6 +357,8 @@ class Runtime:
             superusers=frozenset(self.settings.superusers),
             extraction_tools=self.extraction_tools,
             features=self.features,
+            settings=self.settings_registry,
+            settings_table=self.settings_table,
         )
 
     def media_host(self, client: httpx.AsyncClient) -> MediaHost:

@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
@@ -21,6 +22,7 @@ from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_101
 MODEL = "e2e-memory"
+TOKEN = "memory-console-token"
 GROUP, OTHER_GROUP, THIRD_GROUP, MING = 7801, 7802, 7803, 8801
 # The extraction runs this long after the turn: time for the test to script its answer.
 AGENT_FILE = "memory:\n  extraction_delay_s: 2\n"
@@ -52,7 +54,8 @@ async def bot(
     workdir = tmp_path_factory.mktemp("memory")
     (workdir / "config").mkdir()
     (workdir / "config" / "agent.yml").write_text(AGENT_FILE, encoding="utf-8")
-    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-e2e"}
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-e2e",
+           "PALLAS_CONSOLE_TOKEN": TOKEN}  # fmt: skip
     process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
     process.start()
     await process.wait_ready()
@@ -109,6 +112,13 @@ def prompt(model: FakeModelServer) -> str:
     return str(model.requests_for(MODEL)[-1].body["messages"][-1]["content"])
 
 
+async def put_memory(bot: BotProcess, changes: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        changed = await http.put("/pallas/api/settings/memory/global", json=changes)
+    assert changed.status_code == 200, changed.text
+
+
 async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     bot: BotProcess, napcat: NapCat, model: FakeModelServer
 ) -> None:
@@ -126,6 +136,12 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
         db.scalar("SELECT payload FROM event WHERE kind = 'context_assembled' ORDER BY id DESC")
     )
     assert payload["sources"]["memory"]["mode"] == "keyword"
+    # The console's memory section: nothing recalled from the next turn on, then back.
+    await put_memory(bot, {"recall_limit": 0})
+    model.script(MODEL, call("reply", text="忘了"))
+    await say(napcat, "我最喜欢吃什么水果")
+    assert "小明最喜欢吃榴莲" not in prompt(model)
+    await put_memory(bot, {"recall_limit": 8})
 
     model.script(MODEL, call("reply", text="不知道"))
     await say(napcat, "我最喜欢吃什么水果", group=OTHER_GROUP)

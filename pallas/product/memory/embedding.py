@@ -43,7 +43,7 @@ class Embedder:
         self._models = models
         self._store = store
         self._engine = engine
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self._dims: dict[str, int] = {}
 
     @property
@@ -54,12 +54,12 @@ class Embedder:
         self, texts: Sequence[str], stream_id: int | None = None
     ) -> Embedded | EmbedFailed:
         try:
-            async with asyncio.timeout(self._timeout_s):
+            async with asyncio.timeout(self.timeout_s):
                 result = await self._models.embed(
                     list(texts), tag=CallTag(Purpose.EMBEDDING, stream_id=stream_id)
                 )
         except TimeoutError:
-            return self._failed(f"no answer within {self._timeout_s:g} s")
+            return self._failed(f"no answer within {self.timeout_s:g} s")
         except Exception as exc:  # any provider failure: recall goes on by keyword
             return self._failed(f"{type(exc).__name__}: {exc}"[:200])
         sizes = {len(v) for v in result.vectors}

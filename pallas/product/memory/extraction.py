@@ -96,12 +96,12 @@ class MemoryObserver:
 
     def __init__(self, jobs: Jobs, config: MemoryConfig) -> None:
         self._jobs = jobs
-        self._config = config
+        self.config = config
 
     async def turn_ended(self, ended: TurnEnded) -> None:
         if ended.ending not in (TurnEnding.DONE, TurnEnding.SILENT):
             return
-        due = ended.at + timedelta(seconds=self._config.extraction_delay_s)
+        due = ended.at + timedelta(seconds=self.config.extraction_delay_s)
         # One run per chat and half minute: turns ending close together share it. When that
         # run has already started, the next one takes these lines (within RUN_SLOT_S more).
         slot = int(due.timestamp() // RUN_SLOT_S)

@@ -28,10 +28,13 @@ from pallas.product.memory.extraction import (
 )
 from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
+from pallas.product.memory.settings import MemoryParts, memory_section
 from pallas.product.memory.tools import memory_tools
 from pallas.product.settings.features import Feature, FeatureGate
+from pallas.product.settings.registry import SettingsRegistry
 from pallas.providers.manager import ModelManager
 from pallas.store.memory import MemoryStore
+from pallas.store.settings_table import SettingsTable
 
 EXTRACTION_TIMEOUT_S = 120.0
 
@@ -48,6 +51,8 @@ class MemoryHost:
     sources: list[ContextSource]
     registry: ToolRegistry
     clock: Callable[[], datetime]
+    settings: SettingsRegistry  # where the `memory` section is registered
+    settings_table: SettingsTable
     superusers: frozenset[str] = frozenset()
     # Features' tools in the extraction call (persona's relation notes); a shared list.
     extraction_tools: list[ExtractionTool] = field(default_factory=list)
@@ -71,16 +76,17 @@ def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
     )
     host.jobs.handle(DECAY_KIND, partial(run_decay, store=host.store, clock=host.clock))
     host.jobs.every(DECAY)
+    observer = None
     if extraction_model_type(host.models) is not None:
-        host.observers.register(_observer(MemoryObserver(host.jobs, config), host.features))
+        observer = MemoryObserver(host.jobs, config)
+        host.observers.register(_observer(observer, host.features))
     else:  # recall of what is stored still runs; nothing new is extracted
         logger.info("memory: no model that can call tools is registered; nothing is extracted")
-    host.sources.extend(
-        [
-            _source(MemoryRecall(host.engine, config, host.clock, embedder), host.features),
-            _source(BehaviorGuidance(host.store, config), host.features),
-        ]
-    )
+    recall = MemoryRecall(host.engine, config, host.clock, embedder)
+    behavior = BehaviorGuidance(host.store, config)
+    host.sources.extend([_source(recall, host.features), _source(behavior, host.features)])
+    parts = MemoryParts(deps, observer, recall, behavior, embedder)
+    host.settings.register(memory_section(host.settings_table, config, parts))
     host.registry.register_plugin(
         FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(host.store))
     )
