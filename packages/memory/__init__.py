@@ -1,7 +1,8 @@
 """Memory glue: extraction after turns, recall into the context, the memory tools, decay.
 
 Off with `memory: {enabled: false}` in config/agent.yml: nothing is extracted or recalled and
-the tools are not registered (what was stored stays). See docs/memory.md.
+the tools are not registered (what was stored stays). Its numbers change live in the
+console's `memory` section; one group's memory in 功能开关. See docs/memory.md.
 """
 
 from __future__ import annotations
