@@ -90,10 +90,24 @@ def our_id(db: TimelineDb, event: dict[str, Any]) -> int:
     return int(value)
 
 
+def offered(body: dict[str, Any]) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
+
+
+def in_turn(body: dict[str, Any]) -> bool:
+    """A turn's request (it may reply), not the extraction's, which runs at its own moment."""
+    return "reply" in offered(body)
+
+
+def in_extraction(body: dict[str, Any]) -> bool:
+    return not in_turn(body)
+
+
 def script_remember(model: FakeModelServer, message_id: int, fact: str) -> None:
     """The extraction's answer: Ming's line holds this fact about him."""
-    model.script(
+    model.script_when(
         MODEL,
+        in_extraction,
         call(
             "memory__remember",
             message_id=message_id,
@@ -123,13 +137,13 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     bot: BotProcess, napcat: NapCat, model: FakeModelServer
 ) -> None:
     db = TimelineDb(bot.db_path)
-    model.script(MODEL, call("reply", text="好，记住了"))
+    model.script_when(MODEL, in_turn, call("reply", text="好，记住了"))
     taught = await say(napcat, "记住，我最喜欢吃榴莲")
     script_remember(model, our_id(db, taught), "小明最喜欢吃榴莲")
     [entry] = await wait_for(lambda: entries(db), timeout=20, what="the extracted fact")
     assert (entry["text"], entry["status"]) == ("小明最喜欢吃榴莲", "active")
 
-    model.script(MODEL, call("reply", text="榴莲"))
+    model.script_when(MODEL, in_turn, call("reply", text="榴莲"))
     await say(napcat, "我最喜欢吃什么水果")
     assert "小明最喜欢吃榴莲" in prompt(model)
     payload = json.loads(
@@ -138,24 +152,26 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     assert payload["sources"]["memory"]["mode"] == "keyword"
     # The console's memory section: nothing recalled from the next turn on, then back.
     await put_memory(bot, {"recall_limit": 0})
-    model.script(MODEL, call("reply", text="忘了"))
+    model.script_when(MODEL, in_turn, call("reply", text="忘了"))
     await say(napcat, "我最喜欢吃什么水果")
     assert "小明最喜欢吃榴莲" not in prompt(model)
     await put_memory(bot, {"recall_limit": 8})
 
-    model.script(MODEL, call("reply", text="不知道"))
+    model.script_when(MODEL, in_turn, call("reply", text="不知道"))
     await say(napcat, "我最喜欢吃什么水果", group=OTHER_GROUP)
     assert "榴莲" not in prompt(model).split("【聊天记录】")[0]
 
-    model.script(
+    model.script_when(
         MODEL,
+        in_turn,
         call("memory__correct", memory_id=entry["id"], text="小明最喜欢吃芒果"),
         call("reply", text="改好了"),
     )
     await say(napcat, "你记错了，我最喜欢的是芒果")
     assert [e["text"] for e in entries(db)] == ["小明最喜欢吃芒果"]
 
-    model.script(MODEL, call("memory__forget", memory_id=entry["id"]), call("reply", text="忘了"))
+    forget = call("memory__forget", memory_id=entry["id"])
+    model.script_when(MODEL, in_turn, forget, call("reply", text="忘了"))
     await say(napcat, "把我爱吃什么忘掉吧")
     assert [e["status"] for e in entries(db)] == ["forgotten"]
 
@@ -165,7 +181,7 @@ async def test_a_profane_fact_is_refused(
 ) -> None:
     db = TimelineDb(bot.db_path)
     before = len(entries(db))
-    model.script(MODEL, call("reply", text="？"))
+    model.script_when(MODEL, in_turn, call("reply", text="？"))
     # Another group: its own extraction run (runs are per chat and time slot).
     taught = await say(napcat, "记住，我是个傻逼", group=THIRD_GROUP)
     script_remember(model, our_id(db, taught), "小明是个傻逼")
@@ -189,12 +205,13 @@ async def test_the_extraction_call_keeps_only_the_relation_notes_a_person_states
     bot: BotProcess, napcat: NapCat, model: FakeModelServer
 ) -> None:
     db, group = TimelineDb(bot.db_path), 7804
-    model.script(MODEL, call("reply", text="好耶"))
+    model.script_when(MODEL, in_turn, call("reply", text="好耶"))
     stated = await say(napcat, "周末我一般都去打羽毛球，最爱这个", group=group)
     mid = our_id(db, stated)
     note = "relation__note"
-    model.script(
+    model.script_when(
         MODEL,
+        in_extraction,
         Reply(
             "",
             (
@@ -218,6 +235,6 @@ async def test_the_extraction_call_keeps_only_the_relation_notes_a_person_states
     assert "relation__note" in [tool["function"]["name"] for tool in extraction["tools"]]
     assert [text for text, source in notes(db) if source == "extracted"] == ["周末爱打羽毛球"]
 
-    model.script(MODEL, call("reply", text="羽毛球呀"))
+    model.script_when(MODEL, in_turn, call("reply", text="羽毛球呀"))
     await say(napcat, "你还记得我周末干嘛吗", group=group)
     assert "周末爱打羽毛球" in prompt(model)

@@ -24,7 +24,7 @@ import struct
 import time
 import wave
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -123,6 +123,8 @@ class Stall:
 
 
 Scripted = Reply | Status | BrokenStream | EmptyChoices | Stall
+# Which requests a scripted lane answers, by their JSON body (see FakeModelServer.script_when).
+Wants = Callable[[dict[str, Any]], bool]
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class FakeModelServer:
         self.default: Scripted = default if default is not None else Reply()
         self.requests: list[RecordedRequest] = []
         self._scripts: dict[str, deque[Scripted]] = {}
+        self._lanes: dict[str, list[tuple[Wants, deque[Scripted]]]] = {}
         self._server: asyncio.Server | None = None
         self._port = 0
         self._closing = False
@@ -248,15 +251,27 @@ class FakeModelServer:
     def script(self, model: str, *answers: Scripted) -> None:
         self._scripts.setdefault(model, deque()).extend(answers)
 
+    def script_when(
+        self, model: str, wants: Wants, *answers: Scripted
+    ) -> None:
+        """Answers for only the requests `wants` picks by their body (a turn's, a background
+        job's), in order: a job that calls the same model at its own moment cannot take
+        them. Such requests are answered from here before `script`'s queue."""
+        self._lanes.setdefault(model, []).append((wants, deque(answers)))
+
     def requests_for(self, model: str) -> list[RecordedRequest]:
         return [request for request in self.requests if request.model == model]
 
     def reset(self) -> None:
         self._scripts.clear()
+        self._lanes.clear()
         self.requests.clear()
         self._call_ids = itertools.count(1)
 
-    def _next_answer(self, model: str) -> Scripted:
+    def _next_answer(self, model: str, body: dict[str, Any] | None = None) -> Scripted:
+        for wants, lane in self._lanes.get(model, []):
+            if lane and body is not None and wants(body):
+                return lane.popleft()
         queue = self._scripts.get(model)
         return queue.popleft() if queue else self.default
 
@@ -304,7 +319,7 @@ class FakeModelServer:
         elif request.path in AUDIO_PATHS:
             await _answer_audio(exchange, self._next_answer(exchange.model))
         else:
-            await self._answer(exchange, self._next_answer(exchange.model))
+            await self._answer(exchange, self._next_answer(exchange.model, body))
 
     async def _answer(self, exchange: _Exchange, answer: Scripted) -> None:
         embeddings = exchange.request.path == EMBEDDINGS_PATH
