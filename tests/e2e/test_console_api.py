@@ -6,7 +6,7 @@ validated whole (the field named, nothing half-saved) and the next turn uses the
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -18,6 +18,7 @@ from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.model_bot import bot_with_model
 from tests.support.timeline_db import TimelineDb, wait_for
+from tests.support.waiting import until_async
 
 SELF_ID = 46_601
 GROUP, MEMBER = 8301, 9501
@@ -117,6 +118,25 @@ async def test_every_route_refuses_without_the_token(
 async def test_health_needs_no_token(http: httpx.AsyncClient) -> None:
     response = await http.get("/pallas/api/health")
     assert response.status_code == 200 and response.json()["ok"] is True
+
+
+async def test_health_says_what_runs_behind_each_account(
+    http: httpx.AsyncClient, napcat: FakeNapCat
+) -> None:
+    async def platform() -> Any:
+        report = (await http.get("/pallas/api/health")).json()
+        return report["platforms"].get(str(SELF_ID))
+
+    await until_async(lambda: _known(platform))  # the first look may start the probe
+    assert await platform() == {
+        "implementation": "NapCat.Onebot 4.x",
+        "capabilities": ["poke", "react"],
+    }
+
+
+async def _known(platform: Callable[[], Awaitable[Any]]) -> bool:
+    found = await platform()
+    return bool(found and found["capabilities"] is not None)
 
 
 async def talk(
