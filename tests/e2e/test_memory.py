@@ -8,7 +8,7 @@ forget removes it; a profane "fact" is refused.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -99,15 +99,21 @@ def in_turn(body: dict[str, Any]) -> bool:
     return "reply" in offered(body)
 
 
-def in_extraction(body: dict[str, Any]) -> bool:
-    return not in_turn(body)
+def extraction_of(words: str) -> Callable[[dict[str, Any]], bool]:
+    """The extraction run that reads `words`: runs are per chat and time slot, and another
+    chat's may come at the same moment."""
+
+    def wants(body: dict[str, Any]) -> bool:
+        return not in_turn(body) and words in json.dumps(body, ensure_ascii=False)
+
+    return wants
 
 
-def script_remember(model: FakeModelServer, message_id: int, fact: str) -> None:
-    """The extraction's answer: Ming's line holds this fact about him."""
+def script_remember(model: FakeModelServer, said: str, message_id: int, fact: str) -> None:
+    """The answer of the extraction that reads `said`: Ming's line holds this fact about him."""
     model.script_when(
         MODEL,
-        in_extraction,
+        extraction_of(said),
         call(
             "memory__remember",
             message_id=message_id,
@@ -139,7 +145,7 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     db = TimelineDb(bot.db_path)
     model.script_when(MODEL, in_turn, call("reply", text="好，记住了"))
     taught = await say(napcat, "记住，我最喜欢吃榴莲")
-    script_remember(model, our_id(db, taught), "小明最喜欢吃榴莲")
+    script_remember(model, "我最喜欢吃榴莲", our_id(db, taught), "小明最喜欢吃榴莲")
     [entry] = await wait_for(lambda: entries(db), timeout=20, what="the extracted fact")
     assert (entry["text"], entry["status"]) == ("小明最喜欢吃榴莲", "active")
 
@@ -184,7 +190,7 @@ async def test_a_profane_fact_is_refused(
     model.script_when(MODEL, in_turn, call("reply", text="？"))
     # Another group: its own extraction run (runs are per chat and time slot).
     taught = await say(napcat, "记住，我是个傻逼", group=THIRD_GROUP)
-    script_remember(model, our_id(db, taught), "小明是个傻逼")
+    script_remember(model, "我是个傻逼", our_id(db, taught), "小明是个傻逼")
     stream = db.scalar("SELECT stream_id FROM message WHERE id = ?", our_id(db, taught))
     await wait_for(
         lambda: (db.scalar("SELECT last_message_id FROM memory_cursor WHERE stream_id = ?", stream)
@@ -211,7 +217,7 @@ async def test_the_extraction_call_keeps_only_the_relation_notes_a_person_states
     note = "relation__note"
     model.script_when(
         MODEL,
-        in_extraction,
+        extraction_of("周末我一般都去打羽毛球"),
         Reply(
             "",
             (
