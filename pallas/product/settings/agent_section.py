@@ -27,6 +27,7 @@ class ReplyLimits(BaseModel):
     reply_max_chars: int = Field(default=600, ge=20, le=5000)
     tool_call_budget: int = Field(default=3, ge=0, le=8)
     max_rounds: int = Field(default=5, ge=2, le=10)
+    split_reply: bool = False
     fallback_reply: str = Field(default="", max_length=500)
 
 
@@ -70,12 +71,14 @@ def agent_section(
             "reply_max_chars": "一次最多多少字",
             "tool_call_budget": "一轮最多用几次工具",
             "max_rounds": "一次决定最多调用模型几次",
+            "split_reply": "分两步：tool 模型决定，chat 模型写回复",
             "fallback_reply": "模型都不可用时的回复",
         },
         applies="下一轮生效",
         helps={
             "context_token_budget": "越小越省钱；最早的聊天记录先被舍掉，新消息从不",
             "max_rounds": "工具调用和一次修正都算在内",
+            "split_reply": "要在模型配置里同时有 tool 和 chat 模型，否则还是一步",
             "fallback_reply": "留空就什么都不说",
         },
     )

@@ -1,4 +1,4 @@
-"""Building the agent once at start-up: what the catalog holds decides the plan."""
+"""Building the agent once at start-up (the plan: agent/plan.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
-from pallas.product.llm.agent.loop import AgentDeps, AgentPlan
+from pallas.product.llm.agent.loop import AgentDeps
+from pallas.product.llm.agent.plan import plan_for
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import (
     AssemblyDeps,
@@ -19,27 +20,11 @@ from pallas.product.llm.assembler.context import (
     PersonaSource,
     TurnPreparer,
 )
-from pallas.product.llm.assembler.prompt import ProtocolMode
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.skills import SkillBook
-from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.ledger import LedgerWriter
-
-
-def plan_for(models: ModelManager, config: AgentConfig) -> AgentPlan | None:
-    """None when no chat model exists. Split mode needs both a tool and a chat model;
-    without either it is the single call, decided here and not mid-turn."""
-    if not models.has(ModelType.CHAT):
-        return None
-    split = config.split_reply and models.has(ModelType.TOOL)
-    decision_type = ModelType.TOOL if split else ModelType.CHAT
-    native = models.supports_tools(decision_type)
-    mode = ProtocolMode.NATIVE if native else ProtocolMode.TEXT
-    if config.split_reply and not split:
-        logger.warning("split_reply is on but no `tool` model is registered: using one call")
-    return AgentPlan(decision_type, mode, split, max_rounds=config.max_rounds)
 
 
 def seed_persona(config: AgentConfig, nicknames: tuple[str, ...]) -> Persona:

@@ -37,6 +37,7 @@ from pallas.product.llm.agent.actions import (
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.loop import AgentDeps, AgentOutcome, FailureReason, decide
 from pallas.product.llm.agent.output import Intent, take_intents
+from pallas.product.llm.agent.plan import plan_for
 from pallas.product.llm.agent.reply_forms import (
     FormContext,
     IntentListener,
@@ -89,13 +90,12 @@ class AgentTurnHandler:
 
     def reconfigure(self, config: AgentConfig) -> None:
         """Limits changed in the console: the next turn reads them (a turn running now
-        keeps the frame, the budget and the plan it was built with). Which models decide
-        and write (split_reply) stays as decided at start-up."""
+        keeps the frame, the budget and the plan it was built with); the plan (split or one
+        call, the rounds) is decided again from what the catalog holds."""
         deps = self._deps
         deps.config = config
         deps.assembly = replace(deps.assembly, token_budget=config.context_token_budget)
-        if deps.agent is not None:
-            plan = replace(deps.agent.plan, max_rounds=config.max_rounds)
+        if deps.agent is not None and (plan := plan_for(deps.agent.models, config)) is not None:
             deps.agent = AgentDeps(deps.agent.models, plan)
 
     async def handle(self, turn: Turn) -> TurnDecision:

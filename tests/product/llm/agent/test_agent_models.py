@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pallas.app import Runtime
 from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.handler import AgentTurnHandler
 from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
 from tests.support.fake_llm import FakeModelServer, Reply, Stall, ToolCallSpec
 from tests.support.inbound import BOT_ID, group, message, private
@@ -163,3 +164,27 @@ async def test_the_token_budget_drops_old_history_but_keeps_the_batch(
     assert "更早的" in user and "条略去" in user
     assembled = (await ledger(runtime.engine, "context_assembled"))[-1]
     assert assembled.payload["dropped_lines"] > 0
+
+
+async def test_split_mode_switched_on_while_running_splits_the_next_turn(
+    tmp_path: Path, store_url: str, model_server: FakeModelServer
+) -> None:
+    models = (
+        "      - {model: planner, types: [tool]}\n"
+        "      - {model: writer, types: [chat]}\n"
+    )
+    async with agent_on(tmp_path, store_url, model_server, models) as (runtime, outlet):
+        model_server.script("writer", Reply("", (ToolCallSpec("reply", '{"text": "一步"}'),)))
+        await say(runtime, message("在吗", stream=private("93")))
+        await settle(runtime)
+        assert model_server.requests_for("planner") == []  # one call, as the agent file says
+        handler = runtime.runner.handler
+        assert isinstance(handler, AgentTurnHandler)
+        handler.reconfigure(AgentConfig(split_reply=True))  # as the console's section does
+        plan = json.dumps({"text": "说两步"}, ensure_ascii=False)
+        model_server.script("planner", Reply("", (ToolCallSpec("reply", plan),)))
+        model_server.script("writer", Reply("两步"))
+        await say(runtime, message("再说一次", stream=private("93")))
+        await settle(runtime)
+    assert len(model_server.requests_for("planner")) == 1
+    assert [s.text for s in outlet.sent] == ["一步", "两步"]
