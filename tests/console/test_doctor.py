@@ -30,6 +30,27 @@ async def doctor(workdir: Path, env: dict[str, str]) -> tuple[int, str]:
     return int(process.returncode or 0), out.decode()
 
 
+async def doctor_of_a_running_bot(
+    workdir: Path, model: FakeModelServer, unanswered: frozenset[str] = frozenset()
+) -> tuple[int, str]:
+    """The doctor against a bot that runs, with a fake NapCat connected that never answers
+    the actions in `unanswered`."""
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": CHAT, "LLM_API_KEY": "sk-doctor"}
+    bot = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
+    bot.start()
+    try:
+        await bot.wait_ready()
+        napcat = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
+        napcat.unanswered.update(unanswered)
+        await napcat.connect()
+        try:
+            return await doctor(workdir, bot.env())
+        finally:
+            await napcat.close()
+    finally:
+        bot.stop()
+
+
 @pytest.fixture
 async def model() -> AsyncIterator[FakeModelServer]:
     async with FakeModelServer(default=Reply("pong")) as server:
@@ -39,19 +60,7 @@ async def model() -> AsyncIterator[FakeModelServer]:
 async def test_everything_fine_is_said_so_and_exits_0(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
-    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": CHAT, "LLM_API_KEY": "sk-doctor"}
-    bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
-    bot.start()
-    try:
-        await bot.wait_ready()
-        napcat = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
-        await napcat.connect()
-        try:
-            code, out = await doctor(tmp_path, bot.env())
-        finally:
-            await napcat.close()
-    finally:
-        bot.stop()
+    code, out = await doctor_of_a_running_bot(tmp_path, model)
     assert code == 0, out
     assert f"✓ 模型 {CHAT}（chat、tool）能用" in out
     assert "结构是最新的" in out
@@ -64,20 +73,7 @@ async def test_everything_fine_is_said_so_and_exits_0(
 async def test_a_napcat_that_never_says_what_it_is_is_named_with_what_to_do(
     tmp_path: Path, model: FakeModelServer
 ) -> None:
-    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": CHAT, "LLM_API_KEY": "sk-doctor"}
-    bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
-    bot.start()
-    try:
-        await bot.wait_ready()
-        napcat = FakeNapCat(bot.ws_url, SELF_ID, ACCESS_TOKEN)
-        napcat.unanswered.add("get_version_info")
-        await napcat.connect()
-        try:
-            code, out = await doctor(tmp_path, bot.env())
-        finally:
-            await napcat.close()
-    finally:
-        bot.stop()
+    code, out = await doctor_of_a_running_bot(tmp_path, model, frozenset({"get_version_info"}))
     assert code == 1, out
     assert f"✗ NapCat 已连接：账号 {SELF_ID}，但它没回答 get_version_info" in out
     assert "看一下 NapCat 的日志和版本" in out
