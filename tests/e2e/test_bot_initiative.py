@@ -15,10 +15,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
+from tests.support.console_api import put_settings
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -261,20 +261,13 @@ def _settled(timeline: TimelineDb) -> bool:
     return bool(started == ended)
 
 
-async def put_settings(bot: BotProcess, key: str, changes: dict[str, Any]) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
-        changed = await http.put(f"/pallas/api/settings/{key}/global", json=changes)
-    assert changed.status_code == 200, changed.text
-
-
 async def test_the_follow_up_switched_off_in_the_console_arms_nothing_until_on_again(
     napcat: NapCat, model: FakeModelServer, timeline: TimelineDb, bot: BotProcess
 ) -> None:
     quiet = 9502
     await wait_for(lambda: _settled(timeline), what="earlier turns over")
     armed = len(follow_ups(timeline))
-    await put_settings(bot, "follow_up", {"enabled": False})
+    await put_settings(bot, TOKEN, "follow_up", {"enabled": False})
     try:
         model.script(CHAT, reply("好的"))
         await private(napcat, quiet, "我先睡了")
@@ -282,7 +275,7 @@ async def test_the_follow_up_switched_off_in_the_console_arms_nothing_until_on_a
         await asyncio.sleep(0.5)  # the chance, had it been armed, is armed right after
         assert len(follow_ups(timeline)) == armed
     finally:
-        await put_settings(bot, "follow_up", {"enabled": True})
+        await put_settings(bot, TOKEN, "follow_up", {"enabled": True})
     model.script(CHAT, reply("晚安"))
     await private(napcat, quiet, "真睡了")
     await wait_for(lambda: len(follow_ups(timeline)) > armed, what="the chance armed again")

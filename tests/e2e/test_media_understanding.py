@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.bot_process import REPO_ROOT, BotProcess
+from tests.support.console_api import put_settings
 from tests.support.fake_llm import SILENT_WAV, FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, image, text
 from tests.support.fake_web import FakeWebServer, Page
@@ -266,13 +266,6 @@ async def test_a_voice_is_transcribed_and_answered_by_voice(
     assert [row["text"] for row in own] == ["[语音：八点，别迟到]"]
 
 
-async def put_media(bot: BotProcess, changes: dict[str, Any]) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
-        changed = await http.put("/pallas/api/settings/media/global", json=changes)
-    assert changed.status_code == 200, changed.text
-
-
 async def test_voice_replies_switched_and_revoiced_in_the_console(
     napcat: NapCat, model: FakeModelServer, files: FakeWebServer, bot: BotProcess
 ) -> None:
@@ -285,9 +278,9 @@ async def test_voice_replies_switched_and_revoiced_in_the_console(
         return [segment["type"] for segment in napcat.sent("send_private_msg")[-1]]
 
     spoken = len(model.requests_for(TTS))
-    await put_media(bot, {"voice_replies": False})
+    await put_settings(bot, TOKEN, "media", {"voice_replies": False})
     assert await answer_to_a_voice("在，打字回你") == ["text"]
     assert len(model.requests_for(TTS)) == spoken  # no speech asked for
-    await put_media(bot, {"voice_replies": True, "tts_voice": "nova"})
+    await put_settings(bot, TOKEN, "media", {"voice_replies": True, "tts_voice": "nova"})
     assert await answer_to_a_voice("在，这次说给你听") == ["record"]
     assert model.requests_for(TTS)[-1].body["voice"] == "nova"

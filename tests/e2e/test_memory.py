@@ -11,10 +11,10 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
+from tests.support.console_api import put_settings
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -132,13 +132,6 @@ def prompt(model: FakeModelServer) -> str:
     return str(model.requests_for(MODEL)[-1].body["messages"][-1]["content"])
 
 
-async def put_memory(bot: BotProcess, changes: dict[str, Any]) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
-        changed = await http.put("/pallas/api/settings/memory/global", json=changes)
-    assert changed.status_code == 200, changed.text
-
-
 async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     bot: BotProcess, napcat: NapCat, model: FakeModelServer
 ) -> None:
@@ -157,11 +150,11 @@ async def test_taught_recalled_kept_apart_corrected_and_forgotten(
     )
     assert payload["sources"]["memory"]["mode"] == "keyword"
     # The console's memory section: nothing recalled from the next turn on, then back.
-    await put_memory(bot, {"recall_limit": 0})
+    await put_settings(bot, TOKEN, "memory", {"recall_limit": 0})
     model.script_when(MODEL, in_turn, call("reply", text="忘了"))
     await say(napcat, "我最喜欢吃什么水果")
     assert "小明最喜欢吃榴莲" not in prompt(model)
-    await put_memory(bot, {"recall_limit": 8})
+    await put_settings(bot, TOKEN, "memory", {"recall_limit": 8})
 
     model.script_when(MODEL, in_turn, call("reply", text="不知道"))
     await say(napcat, "我最喜欢吃什么水果", group=OTHER_GROUP)

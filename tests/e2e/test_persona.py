@@ -15,10 +15,10 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
+from tests.support.console_api import put_settings
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fake_smtp import FakeSmtpServer
@@ -266,18 +266,11 @@ async def test_its_own_voice_persona_mood_and_a_resumption_after_a_long_quiet(
     assert "说话风格：说话带点东北味" in system_of(model)
 
 
-async def rage_settings(bot: BotProcess, changes: dict[str, Any]) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
-        changed = await http.put("/pallas/api/settings/rage/global", json=changes)
-    assert changed.status_code == 200, changed.text
-
-
 async def test_rage_switched_off_in_the_console_notices_nothing_until_switched_on(
     napcat: NapCat, timeline: TimelineDb, bot: BotProcess
 ) -> None:
     calm, group = 9501, 8103
-    await rage_settings(bot, {"enabled": False})
+    await put_settings(bot, TOKEN, "rage", {"enabled": False})
     try:
         for _ in range(3):  # enough to silence anyone were rage on (threshold 8, 4 each)
             event = await say(napcat, group, calm, "你是傻逼")
@@ -286,7 +279,7 @@ async def test_rage_switched_off_in_the_console_notices_nothing_until_switched_o
         assert outcomes(timeline, calm) == []
         assert not suppressed(timeline, event)
     finally:
-        await rage_settings(bot, {"enabled": True})
+        await put_settings(bot, TOKEN, "rage", {"enabled": True})
     # Switched on again: the very next insult counts (the attack's event names its outcome).
     await say(napcat, group, calm, "你是傻逼")
     await wait_for(lambda: outcomes(timeline, calm), what="the attack noticed")
