@@ -38,7 +38,7 @@ class AppliedStorage(TableStorage, Generic[C]):
         try:  # stored under earlier bounds, perhaps: never applied unchecked
             checked = self._checked(stored)
         except ValidationError as exc:
-            logger.warning("{} settings stored are not valid now, the agent file's used: {}",
+            logger.warning("{} settings stored are not valid now, defaults used: {}",
                            self._key, exc)  # fmt: skip
             return
         self._apply(checked)

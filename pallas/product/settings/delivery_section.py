@@ -8,25 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
-from typing import Any
 
-from loguru import logger
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
-from pallas.product.settings.features import TableStorage
-from pallas.product.settings.registry import Scope, Section
+from pallas.product.settings.applied import applied_section
+from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
-
-SCOPE = "global"
 
 
 class Pacing(BaseModel):
@@ -56,43 +50,19 @@ def pacing_of(policy: DeliveryPolicy) -> Pacing:
     return Pacing.model_construct(**{name: getattr(policy, name) for name in Pacing.model_fields})
 
 
-class PacingStorage(TableStorage):
-    """Stored like any section; handed to the dispatcher when saved and at every start."""
-
-    def __init__(
-        self, table: SettingsTable, base: DeliveryPolicy, apply: Callable[[DeliveryPolicy], None]
-    ) -> None:
-        super().__init__("delivery", table)
-        self._base = base
-        self._apply = apply
-
-    async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None:
-        await super().save(scope_id, stored, now)
-        self._apply(replace(self._base, **stored))
-
-    async def restore(self) -> None:
-        stored = await self.load(SCOPE)
-        if not stored:
-            return
-        try:  # stored under earlier bounds, perhaps: checked again, never applied unchecked
-            checked = Pacing.model_validate(pacing_of(self._base).model_dump() | stored)
-        except ValidationError as exc:
-            logger.warning("delivery settings stored are not valid now, defaults used: {}", exc)
-            return
-        self._apply(replace(self._base, **checked.model_dump()))
-
-
 def delivery_section(
     table: SettingsTable, base: DeliveryPolicy, apply: Callable[[DeliveryPolicy], None]
 ) -> Section:
-    return Section(
-        key="delivery",
-        title="发消息的节奏",
-        scope=Scope.GLOBAL,
-        model=Pacing,
-        defaults=pacing_of(base),
-        storage=PacingStorage(table, base, apply),
-        titles={
+    def use(pacing: Pacing) -> None:
+        apply(replace(base, **pacing.model_dump()))
+
+    return applied_section(
+        "delivery",
+        "发消息的节奏",
+        table,
+        pacing_of(base),
+        use,
+        {
             "chars_per_second": "打字速度（每秒几个字）",
             "min_pause_s": "气泡之间最短停多久（秒）",
             "max_pause_s": "气泡之间最长停多久（秒）",
@@ -102,8 +72,7 @@ def delivery_section(
             "stale_after_s": "多久没发出去就不发了（秒）",
             "max_waiting_unsolicited": "一个聊天最多排着几条没人叫也要说的话",
         },
-        applies="下一条消息起生效",
-        helps={
+        {
             "chars_per_second": "第二条气泡起，停顿是它的字数除以打字速度，再夹在最短和最长之间",
             "stale_after_s": "回复晚了就不合时宜了：过了这么久还没发出去的，直接放弃",
             "max_waiting_unsolicited": "被 @ 的回复不受这个限制；更早的那些会被丢掉",
