@@ -295,7 +295,7 @@ class Runtime:
         parts = CoreSectionParts(
             engine, policies, voice, table, models, dispatcher, tuple(settings.nickname), utc_now
         )
-        registry = core_registry(parts, agent_config, agent_reconfigure(runner.handler))
+        registry = core_registry(parts, agent_config, agent_reconfigure(lambda: runner.handler))
         install_steering(commands, SteeringDeps(engine, registry, memory, utc_now))
         return cls(
             settings=settings,

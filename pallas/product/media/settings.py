@@ -53,7 +53,7 @@ class MediaParts:
 
 
 def media_section(table: SettingsTable, base: MediaConfig, parts: MediaParts) -> Section:
-    parts.use(base)
+    parts.use(base)  # the reply forms start switched on; the agent file may say otherwise
     return applied_section(
         "media", "图片、表情包和语音", table, base, parts.use, MEDIA_TITLES, MEDIA_HELPS
     )

@@ -37,11 +37,16 @@ class CoreSectionParts:
     clock: Callable[[], datetime]
 
 
-def agent_reconfigure(handler: object) -> Callable[[AgentConfig], None]:
-    """How new per-turn limits reach the agent (a test's own handler takes none)."""
-    if isinstance(handler, AgentTurnHandler):
-        return handler.reconfigure
-    return lambda _config: None
+def agent_reconfigure(handler: Callable[[], object]) -> Callable[[AgentConfig], None]:
+    """How new per-turn limits reach the agent: the handler is asked for when they come, since
+    it may be put in place after the registry is built (a test's own handler takes none)."""
+
+    def reconfigure(config: AgentConfig) -> None:
+        current = handler()
+        if isinstance(current, AgentTurnHandler):
+            current.reconfigure(config)
+
+    return reconfigure
 
 
 def core_registry(
