@@ -32,10 +32,30 @@ async def upgrade_to_head(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         if await conn.run_sync(current_revision) == HEAD_REVISION:
             return
+    async with engine.connect() as conn:
+        await conn.run_sync(_upgrade_in_one_transaction)
+
+
+def _upgrade_in_one_transaction(connection: Connection) -> None:
+    """All pending migrations commit together or not at all. PostgreSQL's DDL is
+    transactional as it is; Python's sqlite3 opens no transaction before DDL, so on SQLite
+    the connection begins one itself (and is given back as it was)."""
     from alembic import command
 
-    async with engine.begin() as conn:
-        await conn.run_sync(lambda sync_conn: command.upgrade(alembic_config(sync_conn), "head"))
+    if connection.dialect.name != "sqlite":
+        with connection.begin():
+            command.upgrade(alembic_config(connection), "head")
+        return
+    dbapi = connection.connection.dbapi_connection
+    assert dbapi is not None
+    level = dbapi.isolation_level
+    dbapi.isolation_level = None  # the driver leaves BEGIN and COMMIT to us
+    try:
+        with connection.begin():
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            command.upgrade(alembic_config(connection), "head")
+    finally:
+        dbapi.isolation_level = level
 
 
 def current_revision(connection: Connection) -> str | None:

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import OperationalError
 
 from pallas.store.engine import create_engine
 from pallas.store.migrate import HEAD_REVISION, upgrade_to_head
@@ -69,3 +71,21 @@ def test_a_store_already_at_head_starts_without_loading_alembic(tmp_path: Path) 
         for _ in range(2)
     ]
     assert runs == ["True", "False"]  # the first start migrates; the second has nothing to do
+
+
+async def test_a_migration_that_fails_leaves_the_schema_as_it_was(tmp_path: Path) -> None:
+    # A table of the newest revision is in the way: every revision before it ran, and must
+    # be undone with it.
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'f.db'}")
+    async with engine.begin() as conn:
+        await conn.execute(text("CREATE TABLE setting (x INTEGER)"))
+    with pytest.raises(OperationalError, match="already exists"):
+        await upgrade_to_head(engine)
+    async with engine.connect() as conn:
+        tables = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+        isolation = await conn.run_sync(
+            lambda sync: sync.connection.dbapi_connection.isolation_level
+        )
+    await engine.dispose()
+    assert tables == {"setting"}
+    assert isolation == ""  # the connection went back to the pool as the driver made it
