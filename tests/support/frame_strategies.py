@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from pallas.core.numbers import READABLE_DIGITS
 from tests.support.napcat_corpus import load_corpus
 
 SELF_ID = "10000"
@@ -94,6 +95,24 @@ class Deep:
         return '{"d":' * self.depth + "0" + "}" * self.depth
 
 
+@dataclass(frozen=True)
+class LongNumber:
+    """An integer literal too long for int() (Python reads at most 4,300 digits); written as
+    text, since json.dumps cannot write it either."""
+
+    digits: int
+
+    def json_text(self) -> str:
+        return "9" * self.digits
+
+
+# Digit counts past anything an id can be: 64-bit, then Python's int() limit and far past it.
+LONG_DIGITS = (21, 4_301, 5_000, 100_000)
+long_numbers = st.one_of(
+    st.sampled_from(LONG_DIGITS).map(LongNumber),
+    st.sampled_from(LONG_DIGITS).map(lambda digits: "9" * digits),
+)
+
 _DEEP_TOKEN = "__pallas_deep_{}__"
 _RAW_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -105,10 +124,10 @@ def serialize(value: Any, *, ascii_only: bool, as_bytes: bool) -> str | bytes:
     text is written as is except lone surrogates (what JavaScript's JSON.stringify does).
     NaN and infinities are the bare tokens `NaN` / `Infinity`.
     """
-    deep: list[Deep] = []
+    deep: list[Deep | LongNumber] = []
 
     def placeholder(obj: Any) -> str:
-        if isinstance(obj, Deep):
+        if isinstance(obj, Deep | LongNumber):
             deep.append(obj)
             return _DEEP_TOKEN.format(len(deep) - 1)
         raise TypeError(f"not JSON: {obj!r}")
@@ -133,7 +152,8 @@ def int_like(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
-        return int(value)
+        # past int()'s limit a digit string is no number (nor is a LongNumber literal)
+        return int(value) if len(value.lstrip("-")) <= READABLE_DIGITS else None
     return None
 
 
@@ -316,6 +336,7 @@ def mutations_of(frame: dict[str, Any]) -> st.SearchStrategy[Mutation]:
     options.append(st.sampled_from(top + sender).flatmap(lambda p: replace_at(p, json_values)))
     numbers = [p for p in top + sender if int_like(_get(frame, p)) is not None]
     if numbers:
+        options.append(st.sampled_from(numbers).flatmap(lambda p: replace_at(p, long_numbers)))
         options.append(
             st.builds(
                 Mutation,
@@ -345,6 +366,12 @@ def mutations_of(frame: dict[str, Any]) -> st.SearchStrategy[Mutation]:
             indexes.flatmap(lambda i: replace_at(("message", i, "type"), other_type(""))),
             indexes.flatmap(lambda i: replace_at(("message", i, "data"), other_type({}))),
             indexes.flatmap(lambda i: replace_at(("message", i, "data", "file_size"), FILE_SIZES)),
+            st.builds(
+                lambda i, key, value: Mutation("replace", ("message", i, "data", key), value),
+                indexes,
+                st.sampled_from(["id", "qq", "file_size"]),
+                long_numbers,
+            ),
             st.builds(
                 lambda i, key, depth, shape: Mutation(
                     "replace", ("message", i, "data", key), Deep(depth, shape)

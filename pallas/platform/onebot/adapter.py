@@ -38,6 +38,7 @@ from nonebot.exception import WebSocketClosed
 from nonebot.message import handle_event
 from typing_extensions import override
 
+from pallas.core.numbers import json_int
 from pallas.core.text import excerpt
 from pallas.platform.onebot.frames import (
     MAX_DEPTH,
@@ -273,7 +274,7 @@ def _with_message_built(payload: dict[str, Any]) -> dict[str, Any]:
 def _is_result(data: str | bytes) -> bool:
     """Whether the frame is an API result (a JSON object without `post_type`)."""
     try:
-        payload = json.loads(data)
+        payload = _loads(data)
     except (ValueError, RecursionError):  # read in its turn, where such frames are repaired
         return False
     return isinstance(payload, dict) and "post_type" not in payload
@@ -293,11 +294,21 @@ def _text(data: str | bytes) -> str:
     return data
 
 
+def _loads(text: str | bytes) -> Any:
+    """json.loads; an integer too long for int() (past 4,300 digits) is read as text the
+    second time, so one absurd number costs a repair, not the frame. Well-formed frames
+    take the fast path only."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return json.loads(text, parse_int=json_int)
+
+
 def _decode(text: str) -> tuple[dict[str, Any], bool]:
     """The frame's JSON object, and whether parts too deep to decode had to be cut."""
     flattened = False
     try:
-        payload = json.loads(text)
+        payload = _loads(text)
     except ValueError:
         raise FrameError(f"malformed JSON: {excerpt(text)}") from None
     except RecursionError:
@@ -309,6 +320,6 @@ def _decode(text: str) -> tuple[dict[str, Any], bool]:
 
 def _decode_flattened(text: str) -> Any:
     try:
-        return json.loads(flatten_deep_json(text))
+        return _loads(flatten_deep_json(text))
     except (ValueError, RecursionError):
         raise FrameError(f"JSON nested too deep to read: {excerpt(text)}") from None

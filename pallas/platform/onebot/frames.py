@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pallas.core.numbers import read_int
 from pallas.core.text import excerpt
 
 UNREADABLE_SEGMENT = "pallas_unreadable"  # the type given to a segment that could not be read
@@ -172,8 +173,8 @@ def _as_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        return read_int(value)  # a 5,000-digit string is no number, not an exception
     return None
 
 

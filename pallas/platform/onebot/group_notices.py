@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pallas.core.inbound import GroupNotice, NoticeKind, StreamKey, StreamKind
+from pallas.core.numbers import read_int
 from pallas.platform.onebot import PLATFORM
 
 Data = Mapping[str, Any]
@@ -70,8 +71,9 @@ def _optional_int(data: Data, key: str) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str):
+        number = read_int(value)
+        return number if number is not None and number >= 0 else None
     return None
 
 
