@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Iterable
 
 import nonebot
@@ -14,6 +15,8 @@ from pallas.app import Runtime
 from pallas.config import ConfigError, Settings, load_settings
 from pallas.logs import install_log_guard
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
+from pallas.store.failures import StoreFailure, StoreStartupError
+from pallas.store.preflight import prepare_store
 
 PLUGINS = (
     "packages.ingress",
@@ -68,10 +71,19 @@ def _log_at_configured_level() -> None:
 
 def main() -> None:
     try:
-        init_bot(load_settings())
+        settings = load_settings()
+        init_bot(settings)
+        # Before the server binds: a store that cannot be used stops start-up here, with
+        # nothing served and nothing half-migrated (docs/napcat.md, "When it will not start").
+        prepare_store(settings.database_url)
     except ConfigError as exc:  # .env keys and the providers file alike
         print(f"pallas: cannot start, {exc}", file=sys.stderr)
         sys.exit(2)
+    except StoreStartupError as exc:
+        if exc.failure is StoreFailure.OTHER:  # no known cause: the traceback is the report
+            traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
+        print(f"pallas: cannot start, {exc}", file=sys.stderr)
+        sys.exit(1)
     nonebot.run()
 
 

@@ -179,8 +179,8 @@ def explain(failure: StoreFailure, url: str, detail: str = "") -> str:
             )
         case _:
             return (
-                f"{db} cannot be used{why}: check PALLAS_DATABASE_URL and PALLAS_DATA_DIR, or "
-                "run with LOG_LEVEL=DEBUG for the details"
+                f"{db} cannot be used{why}: check PALLAS_DATABASE_URL and PALLAS_DATA_DIR (the "
+                "traceback above has the details)"
             )
 
 

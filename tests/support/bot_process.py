@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ class BotProcess:
         token: str = "",
         env: dict[str, str] | None = None,
         script: Path | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
         self.workdir = workdir
         self.data_dir = workdir / "data"
@@ -43,6 +45,7 @@ class BotProcess:
         self.script = script or REPO_ROOT / "bot.py"
         self.log_path = workdir / "bot.log"
         self._extra_env = env or {}
+        self._preexec = preexec  # run in the child before the bot (limits, signals)
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -84,6 +87,7 @@ class BotProcess:
             env=self.env(),
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=self._preexec,
         )
         log.close()
 

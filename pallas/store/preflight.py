@@ -1,0 +1,81 @@
+"""Check the store and bring its schema up to date before anything serves.
+
+`python bot.py` runs `prepare_store` before the server binds: a corrupted or locked file, a
+full disk or a migration that cannot run ends start-up with one sentence
+(`StoreStartupError`, from pallas/store/failures.py) and nothing half-done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from pallas.store.engine import create_engine
+from pallas.store.failures import StoreStartupError, classify, explain, short_detail
+from pallas.store.migrate import upgrade_to_head
+
+# How long the probe waits for another process's write lock (the bot's own busy timeout is
+# longer): a Pallas that is still running holds it far longer than this.
+PROBE_BUSY_TIMEOUT_S = 2.0
+# The room a start needs next to the database: migrations, the WAL, the first messages.
+PROBE_FREE_BYTES = 1 << 20
+PROBE_FILE = ".pallas-space-probe"
+
+
+def prepare_store(url: str) -> None:
+    """Probe the store, then migrate it; any failure raises StoreStartupError."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        try:
+            probe_sqlite_file(Path(parsed.database).expanduser())
+        except (OSError, sqlite3.Error) as exc:
+            raise _startup_error(exc, url, migrating=False) from exc
+    try:
+        asyncio.run(_migrate(url))
+    except Exception as exc:
+        raise _startup_error(exc, url, migrating=True) from exc
+
+
+def _startup_error(exc: BaseException, url: str, *, migrating: bool) -> StoreStartupError:
+    failure = classify(exc, migrating=migrating)
+    return StoreStartupError(failure, explain(failure, url, short_detail(exc)))
+
+
+def probe_sqlite_file(path: Path) -> None:
+    """The folder takes a write, the file is a sound database, and no other process holds
+    its write lock. A missing file is fine (the migrations create it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _probe_free_space(path.parent)
+    connection = sqlite3.connect(path, timeout=PROBE_BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            detail = "; ".join(problems[:3])
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {detail}")
+        connection.execute("BEGIN IMMEDIATE")  # the write lock, taken and given back
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+def _probe_free_space(folder: Path) -> None:
+    probe = folder / PROBE_FILE
+    try:
+        with probe.open("wb") as handle:
+            handle.write(bytes(PROBE_FREE_BYTES))
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+async def _migrate(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        await upgrade_to_head(engine)
+    finally:
+        await engine.dispose()
