@@ -74,6 +74,7 @@ from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
 from pallas.store.bot_voice import BotVoiceStore
 from pallas.store.engine import backend_name, create_engine
+from pallas.store.failures import classify, explain, short_detail
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
@@ -427,13 +428,12 @@ class Runtime:
         data_dir = self.settings.pallas_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         try:
+            # `python bot.py` has migrated already (pallas/store/preflight.py): this finds the
+            # store at its head, unless something changed it in between.
             await upgrade_to_head(self.engine)
-        except Exception:
-            logger.critical(
-                "database migration failed for {} ({})",
-                self.database_backend,
-                self.engine.url.render_as_string(hide_password=True),
-            )
+        except Exception as exc:
+            url = self.engine.url.render_as_string(hide_password=False)
+            logger.critical(explain(classify(exc, migrating=True), url, short_detail(exc)))
             raise
         self.writer.start()
         self.ledger.start()
