@@ -39,6 +39,7 @@ from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.retention import RetentionHolders, RetentionPolicy
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.buffers import TurnBuffers
@@ -65,6 +66,7 @@ from pallas.product.settings.core_sections import (
 )
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
+from pallas.product.settings.retention_section import RetentionParts, install_retention
 from pallas.product.steering.commands import SteeringDeps, install_steering
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
@@ -84,6 +86,7 @@ from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
+from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
@@ -184,6 +187,8 @@ class Runtime:
     intent_listeners: list[IntentListener] = field(default_factory=list)
     # Features' tools in memory's extraction call (persona: relation notes).
     extraction_tools: list[ExtractionTool] = field(default_factory=list)
+    # Who still needs which messages; features register theirs (docs/retention.md).
+    retention: RetentionHolders = field(default_factory=RetentionHolders)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -298,6 +303,11 @@ class Runtime:
         )
         registry = core_registry(parts, agent_config, agent_reconfigure(lambda: runner.handler))
         install_steering(commands, SteeringDeps(engine, registry, memory, utc_now))
+        retention = RetentionHolders()
+        kept = _retention_policy(settings)
+        prune = RetentionParts(RetentionStore(engine, write_lock=lock), retention, table, call_log,
+                               kept, utc_now)  # fmt: skip
+        install_retention(prune, jobs, registry)
         return cls(
             settings=settings,
             engine=engine,
@@ -342,6 +352,7 @@ class Runtime:
             silence=silence,
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
+            retention=retention,
         )
 
     def memory_host(self) -> MemoryHost:
@@ -360,6 +371,7 @@ class Runtime:
             features=self.features,
             settings=self.settings_registry,
             settings_table=self.settings_table,
+            retention=self.retention,
         )
 
     def media_host(self, client: httpx.AsyncClient) -> MediaHost:
@@ -382,6 +394,7 @@ class Runtime:
             features=self.features,
             settings=self.settings_registry,
             settings_table=self.settings_table,
+            retention=self.retention,
         )
 
     def persona_host(self) -> PersonaHost:
@@ -481,6 +494,16 @@ class Runtime:
 def _ids(runner: RunnerDeps) -> Callable[[], int]:
     """Responder and command actions take ids from the turns' sequence (seeded at start)."""
     return lambda: runner.turn_ids.next()
+
+
+def _retention_policy(settings: Settings) -> RetentionPolicy:
+    """`.env`'s retention days: the defaults of the console's section (docs/retention.md)."""
+    return RetentionPolicy(
+        messages_days=settings.pallas_retention_messages_days,
+        events_days=settings.pallas_retention_events_days,
+        model_calls_days=settings.pallas_retention_model_calls_days,
+        call_log_days=settings.pallas_retention_call_log_days,
+    )
 
 
 def smtp_config(settings: Settings) -> SmtpConfig:

@@ -30,6 +30,7 @@ _EXPECTED = {
     "SUPERUSERS": 'a JSON list of QQ ids such as ["12345"]',
     "NICKNAME": 'a JSON list of names such as ["牛牛"]',
     "PALLAS_BLOCKED_USERS": 'a JSON list of QQ ids such as ["12345"]',
+    "PALLAS_TRUSTED_PROXIES": 'a JSON list of addresses or networks such as ["127.0.0.1"]',
 }
 
 
@@ -64,6 +65,9 @@ class Settings(BaseSettings):
     llm_model: str = ""
     pallas_providers_file: Path | None = None
     pallas_console_token: str = ""
+    # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
+    # networks); none by default, so a client is who its socket says (docs/security.md).
+    pallas_trusted_proxies: list[str] = Field(default_factory=list)
     web_search_api_url: str = ""  # empty: Tavily's own endpoint
     tavily_api_key: str = ""  # empty: web.search is off
     # E-mail for the owners when a private message to them fails (docs/persona.md).
@@ -74,6 +78,12 @@ class Settings(BaseSettings):
     pallas_smtp_from: str = ""
     pallas_smtp_to: list[str] = Field(default_factory=list)
     pallas_smtp_starttls: bool = True
+    # How many days rows and files are kept; 0 keeps them forever. The defaults of the
+    # console's `retention` section (docs/retention.md).
+    pallas_retention_messages_days: int = Field(default=180, ge=0, le=3650)
+    pallas_retention_events_days: int = Field(default=90, ge=0, le=3650)
+    pallas_retention_model_calls_days: int = Field(default=90, ge=0, le=3650)
+    pallas_retention_call_log_days: int = Field(default=30, ge=0, le=3650)
 
     @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
     @classmethod
@@ -88,6 +98,30 @@ class Settings(BaseSettings):
         if isinstance(value, list | tuple | set):
             return [str(item) for item in value]
         return value
+
+    @field_validator(
+        "pallas_retention_messages_days",
+        "pallas_retention_events_days",
+        "pallas_retention_model_calls_days",
+    )
+    @classmethod
+    def _a_week_at_least(cls, value: int) -> int:
+        if 0 < value < 7:
+            raise ValueError("expected 0 (keep forever) or at least 7 days")
+        return value
+
+    @field_validator("pallas_trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f'expected IP addresses or networks such as ["127.0.0.1", "10.0.0.0/8"], '
+                    f"not {item!r}"
+                ) from None
+        return [item.strip() for item in value]
 
     @field_validator("command_start")
     @classmethod

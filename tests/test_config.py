@@ -41,6 +41,8 @@ def test_env_file_values_and_json_lists(tmp_path: Path) -> None:
         ({"pallas_database_url": "mysql://localhost/x"}, "PALLAS_DATABASE_URL"),
         ({"host": "0.0.0.0"}, "ONEBOT_ACCESS_TOKEN"),
         ({"llm_model": "deepseek-chat"}, "LLM_BASE_URL"),
+        ({"pallas_retention_messages_days": 3}, "PALLAS_RETENTION_MESSAGES_DAYS"),
+        ({"pallas_retention_call_log_days": -1}, "PALLAS_RETENTION_CALL_LOG_DAYS"),
     ],
 )
 def test_bad_values_name_the_key(overrides: dict[str, object], key: str) -> None:
@@ -107,6 +109,10 @@ CONTRACT_KEYS = [
     "PALLAS_SMTP_FROM",
     "PALLAS_SMTP_TO",
     "PALLAS_SMTP_STARTTLS",
+    "PALLAS_RETENTION_MESSAGES_DAYS",
+    "PALLAS_RETENTION_EVENTS_DAYS",
+    "PALLAS_RETENTION_MODEL_CALLS_DAYS",
+    "PALLAS_RETENTION_CALL_LOG_DAYS",
 ]
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
 

@@ -408,6 +408,24 @@ class CallLog:
         if thread is not None:
             thread.join(timeout=10.0)
 
+    def prune_older_than(self, cutoff: datetime) -> int:
+        """Delete our files last written before `cutoff`, never the one being written; the
+        number deleted. Blocking (file system): call it from a thread (docs/retention.md)."""
+        try:
+            starts = _our_files(self._directory)
+        except OSError:  # no directory yet: nothing to prune
+            return 0
+        deadline = _utc(cutoff).timestamp()
+        deleted = 0
+        for path in (p for paths in starts.values() for p in paths):
+            try:
+                if path != self._path and path.stat().st_mtime < deadline:
+                    path.unlink()
+                    deleted += 1
+            except OSError as exc:
+                logger.warning("LLM call log: cannot delete old {}: {!r}", path.name, exc)
+        return deleted
+
     def _enqueue(self, text: bytes) -> None:
         with self._lock:
             if not self._closed:

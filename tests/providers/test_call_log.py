@@ -453,3 +453,35 @@ def test_an_unexpected_message_shape_is_sized_not_dumped() -> None:
 
     assert "[str message: 110 chars]" in text
     assert "iVBORw0KGgo" not in text
+
+
+# --------------------------------------------------------------------- age-based pruning
+
+
+def test_files_last_written_before_the_cutoff_go_but_never_the_current_one(
+    make_log: MakeLog, tmp_path: Path
+) -> None:
+    folder = tmp_path / "llm"
+    folder.mkdir()
+    old = folder / "llm-20261001-000000.log"
+    old_piece = folder / "llm-20261001-000000.1.log"
+    recent = folder / "llm-20261120-000000.log"
+    other = folder / "notes.txt"  # not ours: never touched
+    for path in (old, old_piece, recent, other):
+        path.write_text("x", encoding="utf-8")
+    cutoff = START - timedelta(days=30)
+    for path in (old, old_piece, other):
+        stamp = (cutoff - timedelta(days=1)).timestamp()
+        os.utime(path, (stamp, stamp))
+    log = make_log()
+    current = log.open()
+    stamp = (cutoff - timedelta(days=5)).timestamp()
+    os.utime(current, (stamp, stamp))  # a quiet run: its own file is old, and stays
+    assert log.prune_older_than(cutoff) == 2
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [recent.name, other.name, current.name]
+    )
+
+
+def test_pruning_a_log_never_opened_finds_nothing(make_log: MakeLog) -> None:
+    assert make_log().prune_older_than(START) == 0

@@ -16,6 +16,7 @@ from loguru import logger
 from pallas.product.conversation.commands import CommandStage
 from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher
 from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.retention import RetentionHolders
 from pallas.product.conversation.stages import StageList
 from pallas.product.llm.agent.reply_forms import ReplyForm
 from pallas.product.llm.assembler.context import TurnPreparer
@@ -30,7 +31,13 @@ from pallas.product.media.sticker_commands import (
     DropStickerCommand,
     StickerListCommand,
 )
-from pallas.product.media.sticker_habit import HABIT_KIND, HABIT_SCAN, HabitDeps, run_habit_job
+from pallas.product.media.sticker_habit import (
+    CURSOR,
+    HABIT_KIND,
+    HABIT_SCAN,
+    HabitDeps,
+    run_habit_job,
+)
 from pallas.product.media.sticker_tools import sticker_tools
 from pallas.product.media.stickers import StickerReply, sticker_receipts
 from pallas.product.media.voice import VoiceReply
@@ -40,6 +47,7 @@ from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetStore
 from pallas.store.memory import MemoryStore
+from pallas.store.retention import scan_holds
 from pallas.store.settings_table import SettingsTable
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
@@ -70,6 +78,7 @@ class MediaHost:
     settings: SettingsRegistry  # where the `media` section is registered
     settings_table: SettingsTable
     features: FeatureGate | None = None  # each group's switches (sticker replies)
+    retention: RetentionHolders | None = None  # told what the sticker scan has yet to read
 
 
 def install_media(host: MediaHost, config: MediaConfig) -> None:
@@ -136,6 +145,8 @@ def _habit(host: MediaHost, labeller: Labeller, config: MediaConfig) -> HabitDep
     )
     host.jobs.handle(HABIT_KIND, partial(run_habit_job, deps=deps), timeout_s=HABIT_TIMEOUT_S)
     host.jobs.every(HABIT_SCAN)
+    if host.retention is not None:  # what the scan has yet to read stays until it has
+        host.retention.hold("sticker_habit", partial(scan_holds, host.assets.engine, CURSOR))
     return deps
 
 

@@ -12,6 +12,7 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.retention import RetentionHolders
 from pallas.product.conversation.turns.observers import TurnEnded, TurnObserver, TurnObservers
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock, ContextSource
@@ -34,6 +35,7 @@ from pallas.product.settings.features import Feature, FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.providers.manager import ModelManager
 from pallas.store.memory import MemoryStore
+from pallas.store.retention import memory_holds
 from pallas.store.settings_table import SettingsTable
 
 EXTRACTION_TIMEOUT_S = 120.0
@@ -57,6 +59,7 @@ class MemoryHost:
     # Features' tools in the extraction call (persona's relation notes); a shared list.
     extraction_tools: list[ExtractionTool] = field(default_factory=list)
     features: FeatureGate | None = None  # each group's switch: memory on or off there
+    retention: RetentionHolders | None = None  # told what memory holds (its evidence)
 
 
 def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
@@ -76,6 +79,8 @@ def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
     )
     host.jobs.handle(DECAY_KIND, partial(run_decay, store=host.store, clock=host.clock))
     host.jobs.every(DECAY)
+    if host.retention is not None:
+        host.retention.hold("memory", partial(memory_holds, host.engine))
     observer = None
     if extraction_model_type(host.models) is not None:
         observer = MemoryObserver(host.jobs, config)
