@@ -3,11 +3,12 @@ admitted messages no turn has consumed yet (re-buffered after a restart)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -128,8 +129,21 @@ async def is_bot_message(engine: AsyncEngine, stream_id: int, platform_message_i
 
 
 async def unconsumed_admitted(
-    engine: AsyncEngine, since: datetime, until: datetime | None = None
+    engine: AsyncEngine,
+    since: datetime,
+    until: datetime | None = None,
+    *,
+    owed: Collection[int] = (),
+    horizon: datetime | None = None,
 ) -> list[PendingRow]:
+    """Admitted messages no turn holds, stored in [since, until). `owed` (messages a retry
+    is owed to, see `owed_retries`) are included whatever their age when `until` is None,
+    and left out otherwise; `horizon` bounds how far back ended messages are looked for."""
+    stored = Message.stored_at >= since
+    if until is not None:
+        stored = stored & (Message.stored_at < until) & Message.id.not_in(list(owed))
+    elif owed:
+        stored = stored | Message.id.in_(list(owed))
     query = (
         select(Message, Stream, Identity.user_id, Identity.nickname, Event.payload)
         .join(Stream, Stream.id == Message.stream_id)
@@ -137,20 +151,19 @@ async def unconsumed_admitted(
         .join(Event, (Event.message_id == Message.id) & (Event.kind == EventKind.GATE_PASSED))
         .where(
             Message.turn_id.is_(None),
-            Message.stored_at >= since,
-            # Passed at ingress but dropped afterwards (its buffer overflowed): not waiting.
+            stored,
+            # Passed at ingress but ended afterwards (its buffer overflowed, or a retry owed
+            # to it was given up): not waiting.
             Message.id.not_in(
                 select(Event.message_id).where(
-                    Event.kind == EventKind.GATE_DROPPED,
+                    _ends_a_waiting_message(),
                     Event.message_id.is_not(None),
-                    Event.created_at >= since,
+                    Event.created_at >= (horizon or since),
                 )
             ),
         )
         .order_by(Message.id)
     )
-    if until is not None:
-        query = query.where(Message.stored_at < until)
     async with AsyncSession(engine) as session:  # ORM rows: whole Message and Stream objects
         rows = (await session.execute(query)).all()
     return [_pending(*row) for row in rows]
@@ -238,17 +251,127 @@ async def turn_traces(engine: AsyncEngine, turn_id: int) -> tuple[bool, str | No
     return has_outbox, decision
 
 
-async def retried_before(engine: AsyncEngine, message_ids: list[int]) -> bool:
-    """Whether an earlier interrupted turn of these messages was already run again."""
-    if not message_ids:
-        return False
-    query = select(Event.id).where(
+def _ends_a_waiting_message() -> ColumnElement[bool]:
+    """Events that end a message no turn holds: a drop, or a retry owed to it given up."""
+    given_up = (
+        (Event.kind == EventKind.TURN_INTERRUPTED)
+        & (Event.reason == "given_up")
+        & Event.turn_id.is_(None)
+    )
+    return (Event.kind == EventKind.GATE_DROPPED) | given_up
+
+
+@dataclass(frozen=True)
+class RetryMark:
+    """A `turn_interrupted` `retry`: the turn's messages were given back to run once more."""
+
+    event_id: int
+    turn_id: int
+    stream_id: int | None
+    marked_at: datetime
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OwedRetry:
+    """A retry mark whose messages no later turn took and nothing else ended."""
+
+    mark: RetryMark
+    message_ids: tuple[int, ...]  # the mark's messages still owed their run
+    newest_stored_at: datetime  # when the newest of them was stored
+
+
+async def retry_marks(
+    engine: AsyncEngine, since: datetime, stream_id: int | None = None
+) -> list[RetryMark]:
+    query = select(
+        Event.id, Event.turn_id, Event.stream_id, Event.created_at, Event.message_id, Event.payload
+    ).where(
         Event.kind == EventKind.TURN_INTERRUPTED,
         Event.reason == "retry",
-        Event.message_id.in_(message_ids),
+        Event.created_at >= since,
+        Event.turn_id.is_not(None),
     )
+    if stream_id is not None:
+        query = query.where(Event.stream_id == stream_id)
     async with engine.connect() as conn:
-        return (await conn.execute(query.limit(1))).first() is not None
+        rows = (await conn.execute(query.order_by(Event.id))).all()
+    return [RetryMark(r[0], r[1], r[2], r[3], _message_ids(r[5], r[4])) for r in rows]
+
+
+def _message_ids(payload: dict[str, Any] | None, fallback: int | None) -> tuple[int, ...]:
+    ids = tuple(int(i) for i in (payload or {}).get("message_ids", []))
+    return ids or ((fallback,) if fallback is not None else ())
+
+
+async def retried_before(
+    engine: AsyncEngine, message_ids: list[int], since: datetime, stream_id: int | None = None
+) -> bool:
+    """Whether an earlier interrupted turn already gave any of these messages back."""
+    if not message_ids:
+        return False
+    wanted = set(message_ids)
+    marks = await retry_marks(engine, since, stream_id)
+    return any(wanted.intersection(mark.message_ids) for mark in marks)
+
+
+async def owed_retries(engine: AsyncEngine, since: datetime) -> list[OwedRetry]:
+    """Retry marks since `since` still owed: a message of theirs that no later turn took
+    (nor the mark's own give-back was lost: it still names the marked turn) and that no
+    later drop or give-up ended."""
+    marks = await retry_marks(engine, since)
+    if not marks:
+        return []
+    first = min(mark.event_id for mark in marks)
+    ids = {mid for mark in marks for mid in mark.message_ids}
+    streams = {mark.stream_id for mark in marks if mark.stream_id is not None}
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            select(Message.id, Message.turn_id, Message.stored_at).where(Message.id.in_(ids))
+        )
+        holders = {mid: (turn_id, stored_at) for mid, turn_id, stored_at in rows.tuples()}
+        taken = (
+            await conn.execute(
+                select(Event.id, Event.payload).where(
+                    Event.kind == EventKind.TURN_STARTED,
+                    Event.id > first,
+                    Event.stream_id.in_(streams),
+                )
+            )
+        ).all()
+        ended = (
+            await conn.execute(
+                select(Event.id, Event.message_id).where(
+                    _ends_a_waiting_message(), Event.id > first, Event.message_id.in_(ids)
+                )
+            )
+        ).all()
+    later: dict[int, int] = {}  # message id -> the newest event that took or ended it
+    for event_id, payload in taken:
+        for mid in _message_ids(payload, None):
+            later[mid] = max(later.get(mid, 0), event_id)
+    for event_id, mid in ended:
+        later[mid] = max(later.get(mid, 0), event_id)
+    owed = []
+    for mark in marks:
+        still = tuple(
+            mid
+            for mid in mark.message_ids
+            if mid in holders
+            and holders[mid][0] in (None, mark.turn_id)
+            and later.get(mid, 0) < mark.event_id
+        )
+        if still:
+            owed.append(OwedRetry(mark, still, max(holders[mid][1] for mid in still)))
+    return owed
+
+
+async def newest_stored_at(engine: AsyncEngine, message_ids: list[int]) -> datetime | None:
+    if not message_ids:
+        return None
+    query = select(func.max(Message.stored_at)).where(Message.id.in_(message_ids))
+    async with engine.connect() as conn:
+        return (await conn.execute(query)).scalar()
 
 
 async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[PendingRow]:

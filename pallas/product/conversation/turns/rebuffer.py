@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from loguru import logger
@@ -17,10 +18,16 @@ from pallas.store import kernel_state
 
 
 async def rebuffer_unconsumed(
-    engine: AsyncEngine, turn_buffers: TurnBuffers, since: datetime
+    engine: AsyncEngine,
+    turn_buffers: TurnBuffers,
+    since: datetime,
+    *,
+    owed: Collection[int] = (),
+    horizon: datetime | None = None,
 ) -> int:
-    """Re-buffer admitted, unconsumed messages stored after `since`; older ones stay history."""
-    pending = await kernel_state.unconsumed_admitted(engine, since)
+    """Re-buffer admitted, unconsumed messages stored after `since`, and those a retry is
+    owed to (`owed`, whatever their age); older ones stay history."""
+    pending = await kernel_state.unconsumed_admitted(engine, since, owed=owed, horizon=horizon)
     for row in pending:
         stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
         turn_buffers.submit(

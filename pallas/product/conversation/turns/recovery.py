@@ -8,6 +8,13 @@ says where it was cut, and this module finishes each case before anything new ru
   gate had dropped it, it was dropped; otherwise it was interrupted (`turn_interrupted`):
   a direct call younger than the re-buffer window is run once more (`retry`: its messages
   are given back), anything else is given up (`given_up`);
+- a retry mark no later turn followed (the process stopped again before the retried turn
+  took its messages, or before the give-back itself committed): it is owed, found again
+  from the store at every start until a turn takes its messages or it is given up. A mark
+  younger than the re-buffer window runs (its messages are given back and re-buffered,
+  whatever their own age); an older one ends each of its messages with `turn_interrupted`
+  `given_up` (no turn id, `retry_of`: the marked turn). A message runs again at most once:
+  a retried turn cut off again is given up;
 - messages that passed the gate and no turn took: re-buffered when fresh
   (rebuffer.py), dropped as `stale_at_restart` when older;
 - messages stored with no gate decision at all (the process stopped between the commit and
@@ -31,7 +38,7 @@ from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.rebuffer import rebuffer_unconsumed
 from pallas.store import kernel_state
 from pallas.store.audit import EventKind
-from pallas.store.kernel_state import StartedTurn
+from pallas.store.kernel_state import RetryMark, StartedTurn
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter
 
 RECOVERY_HORIZON = timedelta(hours=24)  # how far back start-up looks for cut paths
@@ -54,6 +61,8 @@ class RecoveryReport:
     interrupted: int = 0
     retried: int = 0
     closed: int = 0  # turns found finished, silent, waiting or dropped, their ending lost
+    owed_retries: int = 0  # messages given back by a retry mark, re-buffered now
+    retries_given_up: int = 0  # messages whose owed retry was too old to run
     rebuffered: int = 0
     regated: int = 0
     stale: int = 0
@@ -62,13 +71,22 @@ class RecoveryReport:
 async def recover_kernel(deps: RecoveryDeps) -> RecoveryReport:
     now = deps.clock()
     endings = [await _end_turn(turn, deps, now) for turn in await _unfinished(deps, now)]
-    rebuffered = await rebuffer_unconsumed(deps.engine, deps.turn_buffers, now - deps.window)
-    stale = await _drop_stale_admitted(deps, now)
+    owed, given_up = await _settle_owed_retries(deps, now)
+    rebuffered = await rebuffer_unconsumed(
+        deps.engine,
+        deps.turn_buffers,
+        now - deps.window,
+        owed=owed,
+        horizon=now - RECOVERY_HORIZON,
+    )
+    stale = await _drop_stale_admitted(deps, now, owed)
     regated, stale_ungated = await _gate_ungated(deps, now)
     report = RecoveryReport(
         interrupted=endings.count("given_up") + endings.count("retry"),
         retried=endings.count("retry"),
         closed=sum(e not in ("given_up", "retry") for e in endings),
+        owed_retries=len(owed),
+        retries_given_up=given_up,
         rebuffered=rebuffered,
         regated=regated,
         stale=stale + stale_ungated,
@@ -101,11 +119,16 @@ async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str
     retry = (
         _is_direct_call(turn)
         and turn.created_at >= now - deps.window
-        and not await kernel_state.retried_before(deps.engine, list(ids))
+        and worth_retrying(
+            await kernel_state.newest_stored_at(deps.engine, list(ids)), now, deps.window
+        )
+        and not await kernel_state.retried_before(
+            deps.engine, list(ids), now - RECOVERY_HORIZON, turn.stream_id
+        )
     )
     ending = "retry" if retry else "given_up"
     interrupted = _event(turn, EventKind.TURN_INTERRUPTED, ending, {"message_ids": list(ids)})
-    if retry:  # the messages are given back, to be buffered again below
+    if retry:  # the messages are given back; the owed retry below re-buffers them
         await deps.ledger.write(ConsumeMessages(None, ids), interrupted)
     else:
         await deps.ledger.write(interrupted)
@@ -118,10 +141,44 @@ def _is_direct_call(turn: StartedTurn) -> bool:
     return Disposition(outcome, Reason.ATTENTION, signals).is_direct_call
 
 
-async def _drop_stale_admitted(deps: RecoveryDeps, now: datetime) -> int:
-    """Passed the gate, never taken by a turn, and too old to answer now."""
+def worth_retrying(newest_stored_at: datetime | None, now: datetime, window: timedelta) -> bool:
+    """A batch cut off by a crash runs again only while its newest message is as fresh as a
+    re-buffered one must be; after that nobody waits for the answer any more."""
+    return newest_stored_at is not None and newest_stored_at >= now - window
+
+
+async def _settle_owed_retries(deps: RecoveryDeps, now: datetime) -> tuple[frozenset[int], int]:
+    """The messages owed a retry that run now, and how many owed ones were given up."""
+    run: set[int] = set()
+    given_up = 0
+    for owed in await kernel_state.owed_retries(deps.engine, now - RECOVERY_HORIZON):
+        if worth_retrying(owed.newest_stored_at, now, deps.window):
+            run.update(owed.message_ids)
+            continue
+        await deps.ledger.write(*(_retry_given_up(owed.mark, mid) for mid in owed.message_ids))
+        given_up += len(owed.message_ids)
+    if run:  # the crash may have cut the give-back itself: give them back (again)
+        await deps.ledger.write(ConsumeMessages(None, tuple(sorted(run))))
+        logger.info("{} message(s) owed a retry run now", len(run))
+    return frozenset(run), given_up
+
+
+def _retry_given_up(mark: RetryMark, message_id: int) -> LedgerEvent:
+    return LedgerEvent(
+        EventKind.TURN_INTERRUPTED,
+        mark.stream_id,
+        reason="given_up",
+        message_id=message_id,
+        payload={"stage": "restart", "retry_of": mark.turn_id, "recovered": True},
+    )
+
+
+async def _drop_stale_admitted(
+    deps: RecoveryDeps, now: datetime, owed: frozenset[int] = frozenset()
+) -> int:
+    """Passed the gate, never taken by a turn, too old to answer now, and owed no retry."""
     rows = await kernel_state.unconsumed_admitted(
-        deps.engine, now - RECOVERY_HORIZON, until=now - deps.window
+        deps.engine, now - RECOVERY_HORIZON, until=now - deps.window, owed=owed
     )
     await deps.ledger.write(*(_stale(row.stream_id, row.person_id, row.message_id) for row in rows))
     return len(rows)

@@ -309,7 +309,8 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
         await settle(restarted)
         assert all(stale not in [m.message_id for m in t.messages] for t in second.turns)
         interrupted = await events(restarted.engine, "turn_interrupted")
-        assert sorted(e.reason for e in interrupted) == ["retry", "retry"]
+        # The group @'s message is too old to answer now: its cut-off turn is not retried.
+        assert sorted(e.reason for e in interrupted) == ["given_up", "retry"]
         dropped = await events(restarted.engine, "gate_dropped")
         assert [(e.message_id, e.reason) for e in dropped] == [(stale, "stale_at_restart")]
     finally:
