@@ -329,7 +329,7 @@ async def owed_retries(engine: AsyncEngine, since: datetime) -> list[OwedRetry]:
         rows = await conn.execute(
             select(Message.id, Message.turn_id, Message.stored_at).where(Message.id.in_(ids))
         )
-        holders = {mid: (turn_id, stored_at) for mid, turn_id, stored_at in rows.tuples()}
+        holders = {mid: (turn_id, stored_at) for mid, turn_id, stored_at in rows}
         taken = (
             await conn.execute(
                 select(Event.id, Event.payload).where(

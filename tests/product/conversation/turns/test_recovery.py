@@ -12,11 +12,19 @@ from pathlib import Path
 from sqlalchemy import update
 
 from pallas.app import Runtime
+from pallas.config import load_settings
 from pallas.core.inbound import InboundMessage
+from pallas.product.conversation.turns.recovery import (
+    RecoveryDeps,
+    RecoveryReport,
+    recover_kernel,
+    worth_retrying,
+)
 from pallas.product.conversation.turns.turn import Turn, TurnDecision
 from pallas.store.ledger import LedgerEvent
 from pallas.store.models import Message
 from pallas.store.outbox import NewItem
+from pallas.store.timeline import utc_now
 from tests.product.conversation.turns.test_kernel import (
     Recorder,
     events,
@@ -191,3 +199,92 @@ async def test_a_turn_cut_while_giving_its_batch_back_waits(tmp_path: Path, stor
         await until(lambda: second.turns)
         assert [m.message_id for m in second.turns[0].messages] == [first]
         assert await events(again.engine, "turn_interrupted") == []
+
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+WINDOW = timedelta(minutes=2)
+
+
+def test_a_cut_off_batch_is_worth_retrying_while_its_newest_message_is_fresh() -> None:
+    assert worth_retrying(NOW - timedelta(seconds=30), NOW, WINDOW)
+    assert worth_retrying(NOW - WINDOW, NOW, WINDOW)
+    assert not worth_retrying(NOW - WINDOW - timedelta(seconds=1), NOW, WINDOW)
+    assert not worth_retrying(None, NOW, WINDOW)
+
+
+async def recover_then_die(tmp_path: Path, url: str) -> RecoveryReport:
+    """A start that gets through recovery (its marks committed, its re-buffered batches in
+    memory) and is killed before the turn buffers start any turn."""
+    settings = load_settings(env_file=None, pallas_data_dir=tmp_path, pallas_database_url=url)
+    runtime = Runtime.build(settings, handler=Recorder())
+    runtime.ledger.start()
+    report = await recover_kernel(
+        RecoveryDeps(
+            engine=runtime.engine,
+            ledger=runtime.ledger,
+            turn_buffers=runtime.turn_buffers,
+            gate=runtime.stages,
+            window=runtime.kernel.rebuffer_window,
+            clock=utc_now,
+        )
+    )
+    await crash(runtime)
+    return report
+
+
+async def marked_and_killed(tmp_path: Path, url: str, msg: InboundMessage) -> tuple[Turn, int]:
+    """A turn for `msg` cut off, then a start killed between its retry mark and the retry."""
+    runtime, cut, message_id = await stuck_turn(tmp_path, url, msg)
+    await crash(runtime)
+    report = await recover_then_die(tmp_path, url)
+    assert (report.retried, report.owed_retries) == (1, 1)
+    return cut, message_id
+
+
+async def test_a_retry_the_process_died_before_runs_at_the_next_start_once(
+    tmp_path: Path, store_url: str
+) -> None:
+    msg = message("@牛牛 还在吗", stream=group("r7"), mentions=(BOT_ID,))
+    cut, message_id = await marked_and_killed(tmp_path, store_url, msg)
+    third, recorder = await restart(tmp_path, store_url)
+    try:
+        await until(lambda: recorder.turns)
+        await settle(third)
+        assert [[m.message_id for m in t.messages] for t in recorder.turns] == [[message_id]]
+        finished = await events(third.engine, "turn_finished")
+        assert [e.turn_id for e in finished] == [recorder.turns[0].turn_id]
+    finally:
+        await third.stop()
+    fourth, again = await restart(tmp_path, store_url)
+    try:
+        await settle(fourth)
+        assert again.turns == []  # the retry ran: nothing is owed any more
+        ends = await events(fourth.engine, "turn_interrupted")
+        assert [(e.turn_id, e.reason) for e in ends] == [(cut.turn_id, "retry")]
+    finally:
+        await fourth.stop()
+
+
+async def test_a_retry_owed_too_long_is_given_up_once(tmp_path: Path, store_url: str) -> None:
+    msg = message("@牛牛 人呢", stream=group("r8"), mentions=(BOT_ID,))
+    cut, message_id = await marked_and_killed(tmp_path, store_url, msg)
+    settings = load_settings(env_file=None, pallas_data_dir=tmp_path, pallas_database_url=store_url)
+    down = Runtime.build(settings, handler=Recorder())
+    async with down.engine.begin() as conn:  # the bot stayed down: the @ is old now
+        old = datetime.now(UTC) - timedelta(minutes=10)
+        await conn.execute(update(Message).where(Message.id == message_id).values(stored_at=old))
+    await down.engine.dispose()
+    for _ in range(2):  # and a start after that one adds nothing
+        again, recorder = await restart(tmp_path, store_url)
+        try:
+            await settle(again)
+            assert recorder.turns == []
+            ends = await events(again.engine, "turn_interrupted")
+            assert [(e.turn_id, e.message_id, e.reason) for e in ends] == [
+                (cut.turn_id, message_id, "retry"),
+                (None, message_id, "given_up"),
+            ]
+            assert ends[1].payload["retry_of"] == cut.turn_id
+            assert await events(again.engine, "gate_dropped") == []
+        finally:
+            await again.stop()
