@@ -108,7 +108,8 @@ class Member(Base):
 
 
 class Message(Base):
-    """The timeline. Rows are never deleted by the bot; a recall only sets `recalled`."""
+    """The timeline. A recall only sets `recalled`; rows go only by retention, past their
+    age and never while something holds them (docs/retention.md)."""
 
     __tablename__ = "message"
     __table_args__ = (
