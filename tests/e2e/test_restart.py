@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import websockets
 
 from tests.support.bot_process import BotProcess
-from tests.support.fake_napcat import FakeNapCat
+from tests.support.fake_llm import FakeModelServer, Reply, Stall, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 30_001
+MODEL = "e2e-restart"
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer() as server:
+        yield server
 
 
 async def test_killed_bot_keeps_messages_and_dedupes_after_restart(tmp_path: Path) -> None:
@@ -107,4 +117,64 @@ async def test_env_file_in_working_dir_is_read(tmp_path: Path) -> None:
         assert health["model_chat"] is True
         assert "model chat is on" in bot.log()
     finally:
+        bot.stop()
+
+
+def _turn_calls(model: FakeModelServer) -> int:
+    """Chat completions the conversation agent made (they offer the `reply` tool)."""
+    return sum(
+        any(tool.get("function", {}).get("name") == "reply" for tool in r.body.get("tools", []))
+        for r in model.requests
+    )
+
+
+def _reply(words: str) -> Reply:
+    return Reply("", (ToolCallSpec("reply", json.dumps({"text": words}, ensure_ascii=False)),))
+
+
+async def test_a_retried_at_cut_off_again_ends_given_up_and_nothing_else(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    """Killed while the @'s turn waits for the model, then killed again while its retry
+    waits: the third start gives the @ up (it ran again once) and answers what comes next."""
+    model.script(MODEL, Stall(), Stall(), _reply("后来的回答"))
+    env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-e2e"}
+    bot = BotProcess(tmp_path, env=env)
+    timeline = TimelineDb(bot.db_path)
+    napcat: FakeNapCat | None = None
+    try:
+        for start, calls in enumerate((1, 2), start=1):
+            bot.start()
+            await bot.wait_ready()
+            napcat = await FakeNapCat(bot.ws_url, SELF_ID).connect()
+            if start == 1:
+                asked = napcat.group_message(9003, 401, [at(SELF_ID), text(" 在吗")])
+                await napcat.send_event(asked)
+            await wait_for(lambda n=calls: _turn_calls(model) == n, what=f"model call {calls}")
+            bot.kill()  # the turn (then its retry) is in flight
+            await napcat.close()
+        bot.start()
+        await bot.wait_ready()
+        napcat = await FakeNapCat(bot.ws_url, SELF_ID).connect()
+        napcat.answer_sends()
+        later = napcat.group_message(9003, 402, [at(SELF_ID), text(" 我也问")])
+        await napcat.send_event(later)  # answered: start-up recovery is long over by then
+        await wait_for(lambda: napcat.calls_to("send_group_msg"), what="the later answer")
+        [row] = timeline.messages(asked["message_id"])
+        ends = timeline.query(
+            "SELECT turn_id, reason FROM event WHERE kind = 'turn_interrupted' ORDER BY id"
+        )
+        assert [e["reason"] for e in ends] == ["retry", "given_up"]
+        started = timeline.query("SELECT turn_id, payload FROM event WHERE kind = 'turn_started'")
+        took = [
+            e["turn_id"] for e in started if row["id"] in json.loads(e["payload"])["message_ids"]
+        ]
+        assert took == [e["turn_id"] for e in ends]  # run again once, then given up
+        sent = [c["message"] for c in napcat.calls_to("send_group_msg")]
+        assert len(sent) == 1 and "后来的回答" in json.dumps(sent, ensure_ascii=False)
+        await napcat.close()
+        assert bot.stop() == 0
+    finally:
+        if napcat is not None:
+            await napcat.close()
         bot.stop()
