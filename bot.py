@@ -14,6 +14,7 @@ from packages._runtime import install_runtime
 from pallas.app import Runtime
 from pallas.config import ConfigError, Settings, load_settings
 from pallas.logs import install_log_guard
+from pallas.platform.http_server import server_options
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
 from pallas.store.failures import StoreFailure, StoreStartupError
 from pallas.store.preflight import prepare_store
@@ -69,6 +70,11 @@ def _log_at_configured_level() -> None:
     )
 
 
+def serve(settings: Settings) -> None:
+    """Run the server with its limits and trusted proxies set (docs/security.md)."""
+    nonebot.run(**server_options(settings))
+
+
 def main() -> None:
     try:
         settings = load_settings()
@@ -84,7 +90,7 @@ def main() -> None:
             traceback.print_exception(exc.__cause__ or exc, file=sys.stderr)
         print(f"pallas: cannot start, {exc}", file=sys.stderr)
         sys.exit(1)
-    nonebot.run()
+    serve(settings)
 
 
 if __name__ == "__main__":

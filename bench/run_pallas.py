@@ -19,10 +19,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import nonebot  # noqa: E402
 
 from bench import commit_clock  # noqa: E402
-from bot import init_bot  # noqa: E402
+from bot import init_bot, serve  # noqa: E402
 from pallas.app import Runtime  # noqa: E402
 from pallas.config import ConfigError, load_settings  # noqa: E402
 from pallas.core.inbound import InboundEvent, InboundMessage  # noqa: E402
@@ -63,7 +62,7 @@ def main() -> None:
         print(f"pallas: cannot start, {exc}", file=sys.stderr)
         sys.exit(2)
     stamp_commits(init_bot(settings, extra_plugins=("bench.probe",)))
-    nonebot.run()
+    serve(settings)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def test_env_file_values_and_json_lists(tmp_path: Path) -> None:
         ({"llm_model": "deepseek-chat"}, "LLM_BASE_URL"),
         ({"pallas_retention_messages_days": 3}, "PALLAS_RETENTION_MESSAGES_DAYS"),
         ({"pallas_retention_call_log_days": -1}, "PALLAS_RETENTION_CALL_LOG_DAYS"),
+        ({"pallas_trusted_proxies": ["nginx"]}, "PALLAS_TRUSTED_PROXIES"),
     ],
 )
 def test_bad_values_name_the_key(overrides: dict[str, object], key: str) -> None:
@@ -100,6 +101,7 @@ CONTRACT_KEYS = [
     "LLM_MODEL",
     "PALLAS_PROVIDERS_FILE",
     "PALLAS_CONSOLE_TOKEN",
+    "PALLAS_TRUSTED_PROXIES",
     "WEB_SEARCH_API_URL",
     "TAVILY_API_KEY",
     "PALLAS_SMTP_HOST",

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 
-import nonebot
-
-from bot import init_bot
+from bot import init_bot, serve
 from pallas.config import load_settings
 
 if __name__ == "__main__":
     extra = [name for name in os.environ.get("PALLAS_E2E_PLUGINS", "").split(",") if name]
-    init_bot(load_settings(), extra_plugins=extra)
-    nonebot.run()
+    settings = load_settings()
+    init_bot(settings, extra_plugins=extra)
+    serve(settings)
