@@ -19,9 +19,12 @@ docs/agent.md):
 
 - every stored @ of a member has exactly one outcome: its ingress `gate_dropped`, or the
   terminal event of the last turn that took it (`turn_finished`, `turn_failed`, the batch
-  `gate_dropped`, `turn_interrupted` given_up);
+  `gate_dropped`, `turn_interrupted` given_up), or a retry owed to it given up at a later
+  start (`turn_interrupted` given_up with no turn); and, as the model always replies, that
+  outcome is a reply (`turn_finished` done) or `given_up`;
 - every started turn has exactly one closing event: a terminal one, or `turn_interrupted` retry
-  or `turn_waiting`, after which a later turn takes its messages again;
+  or `turn_waiting`, after which a later turn takes its messages again (or, for a retry, a
+  later start gives it up);
 - every outbox row reached a final status (sent, failed, unknown, expired, dropped);
 - no reply text reached NapCat twice, across all connections (sends cut by a kill included);
 - no message row is doubled, and the bot's log has no Traceback.

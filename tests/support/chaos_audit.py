@@ -1,10 +1,10 @@
 """The chaos test's audit of the bot's ledger (tests/e2e/test_chaos.py).
 
 `audit` reads the event, message and outbox tables and checks the rules the chaos test
-documents: every stored @ has exactly one outcome, every started turn exactly one closing
-event, every outbox row a final status, no reply text sent twice, no doubled message row, no
-Traceback in the bot's log. It returns the broken rules, a table of every stored @ and the
-run's stats.
+documents: every stored @ has exactly one outcome (a reply or `given_up`), every started
+turn exactly one closing event, every outbox row a final status, no reply text sent twice,
+no doubled message row, no Traceback in the bot's log. It returns the broken rules, a table
+of every stored @ and the run's stats.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from tests.support.timeline_db import TimelineDb
 CLOSING = ("turn_finished", "turn_failed", "gate_dropped", "turn_interrupted", "turn_waiting")
 FINAL_STATUSES = {"sent", "failed", "unknown", "expired", "dropped"}
 OPEN_STATUSES = {"pending", "sending"}
+# How an @ may end when the model always replies: answered, or given up after a crash (its
+# turn's `turn_interrupted` given_up, or a retry owed across starts given up).
+AT_OUTCOMES = ("done", "interrupted")
 # Tracebacks in the bot's log known to be harmless, by a piece of their exception line (the
 # first unindented line after "Traceback"). None are today.
 HARMLESS_TRACEBACKS: tuple[str, ...] = ()
@@ -160,6 +163,9 @@ def _read_event(ledger: Ledger, event: sqlite3.Row, problems: Problems) -> None:
     elif kind in ("gate_passed", "gate_dropped") and turn_id is None:
         word = "passed" if kind == "gate_passed" else f"dropped:{event['reason']}"
         ledger.ingress[event["message_id"]].append(word)
+    elif kind == "turn_interrupted" and turn_id is None:
+        # A retry owed from an earlier start, given up at this one: the message's outcome.
+        ledger.ingress[event["message_id"]].append(_outcome(kind, event["reason"]))
     elif kind in CLOSING and turn_id is not None:
         if turn_id in ledger.turns:
             ledger.turns[turn_id].closers.append((kind, event["reason"]))
@@ -192,8 +198,11 @@ def check_turns(ledger: Ledger, problems: Problems) -> None:
         elif len(turn.closers) > 1:
             problems["a turn has more than one closing event"].append(turn.label())
         elif turn.gave_back:
-            claims = ledger.claims
-            taken_again = all(claims[m][-1].started > turn.started for m in turn.message_ids)
+            claims, ingress = ledger.claims, ledger.ingress
+            taken_again = all(
+                claims[m][-1].started > turn.started or "interrupted" in ingress.get(m, [])
+                for m in turn.message_ids
+            )
             if not taken_again:
                 problems["a turn gave its messages back and no later turn took them"].append(
                     turn.label()
@@ -234,6 +243,10 @@ def check_ats(
             problems["an @ has more than one outcome"].append(message["platform_message_id"])
         elif not outcomes:
             problems[_why_no_outcome(taken, gate)].append(message["platform_message_id"])
+        elif outcomes[0] not in AT_OUTCOMES:
+            problems["an @ ended neither with a reply nor given up"].append(
+                f"{message['platform_message_id']}:{outcomes[0]}"
+            )
         answered = [r["id"] for r in ledger.rows_of.get(taken[-1].turn_id, [])] if taken else []
         if answered and answered[0] in ledger.delivered_at:
             stored_at = datetime.fromisoformat(message["stored_at"])
