@@ -10,11 +10,11 @@ says where it was cut, and this module finishes each case before anything new ru
   are given back), anything else is given up (`given_up`);
 - a retry mark no later turn followed (the process stopped again before the retried turn
   took its messages, or before the give-back itself committed): it is owed, found again
-  from the store at every start until a turn takes its messages or it is given up. A mark
-  younger than the re-buffer window runs (its messages are given back and re-buffered,
-  whatever their own age); an older one ends each of its messages with `turn_interrupted`
-  `given_up` (no turn id, `retry_of`: the marked turn). A message runs again at most once:
-  a retried turn cut off again is given up;
+  from the store at every start until a turn takes its messages or it is given up. While
+  its newest message is younger than the re-buffer window it runs (its messages are given
+  back and re-buffered); after that each of them ends with `turn_interrupted` `given_up`
+  (no turn id, `retry_of`: the marked turn). A message runs again at most once: a retried
+  turn cut off again is given up;
 - messages that passed the gate and no turn took: re-buffered when fresh
   (rebuffer.py), dropped as `stale_at_restart` when older;
 - messages stored with no gate decision at all (the process stopped between the commit and
