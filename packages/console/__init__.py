@@ -10,10 +10,12 @@ from nonebot.plugin import PluginMetadata
 from packages._runtime import current_runtime
 from pallas.app import utc_now
 from pallas.console.api import ConsoleDeps, build_api, openapi_route
+from pallas.console.boundary import Boundary
 from pallas.console.guard import Door, door_routes
 from pallas.console.health import HealthReport, health_report
 from pallas.console.pages import Pages, build_pages
 from pallas.console.sandbox_pages import sandbox_routes
+from pallas.console.static_files import static_routes
 
 __plugin_meta__ = PluginMetadata(
     name="console",
@@ -60,3 +62,7 @@ app.include_router(openapi_route(app, _door))
 _pages = Pages(_deps)
 app.include_router(build_pages(_pages))
 app.include_router(sandbox_routes(_pages))
+app.include_router(static_routes())
+# In front of every route, NoneBot's own included: bodies bounded and credentials settled
+# before anything is read, security headers on every answer (docs/security.md).
+app.add_middleware(Boundary, door=_door)

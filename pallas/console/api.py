@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.console.charts import by_day
@@ -27,6 +27,7 @@ from pallas.console.guard import Door, Visitor, visitor
 from pallas.console.overview import Overview, overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.core.inbound import StreamKind
+from pallas.core.numbers import MAX_DB_ID, read_db_id
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.llm.tools.toolset import ToolSetup
@@ -42,6 +43,10 @@ from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
 
 PAGE_LIMIT = 200
+# A row id in a path or query: past 64 bits it is a 422, never a store error (a 500).
+RowId = Annotated[int, Path(ge=0, le=MAX_DB_ID)]
+RowIdQuery = Annotated[int, Query(ge=0, le=MAX_DB_ID)]
+OptionalRowIdQuery = Annotated[int | None, Query(ge=0, le=MAX_DB_ID)]
 
 
 @dataclass
@@ -88,22 +93,22 @@ def _reads(router: APIRouter, deps: ConsoleDeps) -> None:
 
     @router.get("/chats/{stream_id}/messages", tags=["chats"])
     async def get_lines(
-        stream_id: int,
-        before: int | None = None,
+        stream_id: RowId,
+        before: OptionalRowIdQuery = None,
         limit: int = Query(50, ge=1, le=PAGE_LIMIT),
     ) -> list[dict[str, Any]]:
         rows = await console_reads.chat_lines(deps.engine, stream_id, before, limit)
         return [asdict(row) for row in rows]
 
     @router.get("/messages/{message_id}/explain", tags=["chats"])
-    async def get_explain(message_id: int) -> dict[str, Any]:
+    async def get_explain(message_id: RowId) -> dict[str, Any]:
         path = await explain(deps.engine, message_id)
         if path is None:
             raise HTTPException(404, "没有这条消息")
         return asdict(path)
 
     @router.get("/turns/{turn_id}/trace", tags=["chats"])
-    async def get_trace(turn_id: int) -> dict[str, Any]:
+    async def get_trace(turn_id: RowId) -> dict[str, Any]:
         found = await trace(deps.engine, turn_id)
         if not found.events and not found.outbox:
             raise HTTPException(404, "没有这一轮")
@@ -118,19 +123,19 @@ def _people(router: APIRouter, deps: ConsoleDeps) -> None:
         return [asdict(row) for row in await console_reads.persons(deps.engine, q, limit)]
 
     @router.get("/persons/{person_id}", tags=["persons"])
-    async def get_person(person_id: int) -> dict[str, Any]:
+    async def get_person(person_id: RowId) -> dict[str, Any]:
         return await person_detail(deps, person_id)
 
     @router.post("/persons/{person_id}/lift", tags=["persons"])
-    async def lift(person_id: int, stream_id: int = Query(...)) -> dict[str, bool]:
+    async def lift(person_id: RowId, stream_id: RowIdQuery) -> dict[str, bool]:
         return {"lifted": await deps.persona.lift(stream_id, person_id, deps.clock())}
 
     @router.delete("/notes/{note_id}", tags=["persons"])
-    async def drop_note(note_id: int) -> dict[str, bool]:
+    async def drop_note(note_id: RowId) -> dict[str, bool]:
         return {"dropped": await deps.persona.drop_note(note_id)}
 
     @router.post("/memory/{entry_id}/forget", tags=["persons"])
-    async def forget(entry_id: int) -> dict[str, bool]:
+    async def forget(entry_id: RowId) -> dict[str, bool]:
         record = await deps.memory.forget(entry_id, deps.clock(), actor="console")
         return {"forgotten": record is not None}
 
@@ -224,10 +229,11 @@ async def check_scope(deps: ConsoleDeps, key: str, scope_id: str) -> None:
     except SettingsError as exc:
         raise HTTPException(404, exc.problems) from None
     if section.scope is Scope.GROUP:
-        stream = await stream_key(deps.engine, int(scope_id)) if scope_id.isdigit() else None
+        row_id = read_db_id(scope_id)
+        stream = await stream_key(deps.engine, row_id) if row_id is not None else None
         if stream is None or stream.kind is not StreamKind.GROUP:
             raise HTTPException(404, f"没有群聊 {scope_id}")
-    elif section.scope is Scope.ACCOUNT and not scope_id.isdigit():
+    elif section.scope is Scope.ACCOUNT and read_db_id(scope_id) is None:
         raise HTTPException(404, f"没有账号 {scope_id}")
     elif section.scope is Scope.GLOBAL and scope_id != "global":
         raise HTTPException(404, "全局设置的范围写作 global")

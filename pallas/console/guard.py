@@ -90,6 +90,7 @@ def sign_in(request: Request, response: Response, door: Door, given: str) -> str
         session,
         max_age=int(SESSION.total_seconds()),
         httponly=True,
+        secure=request.url.scheme == "https",  # behind a trusted proxy: its X-Forwarded-Proto
         samesite="strict",
         path="/pallas",
     )

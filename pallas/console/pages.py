@@ -16,12 +16,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from pallas.console.api import ConsoleDeps, check_scope, person_detail
+from pallas.console.api import ConsoleDeps, OptionalRowIdQuery, RowId, check_scope, person_detail
 from pallas.console.charts import by_day, day_bars, hour_bars
 from pallas.console.forms import FormError, field_value, read_form
 from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
+from pallas.core.numbers import read_db_id
 from pallas.product.conversation.why import step_line
 from pallas.product.settings.registry import FieldInfo, SettingsError
 from pallas.store import console_reads
@@ -124,7 +125,9 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         return pages.render("chats.html", guest, chats=await console_reads.chats(deps.engine))
 
     @router.get("/chats/{stream_id}")
-    async def chat_page(request: Request, stream_id: int, before: int | None = None) -> Response:
+    async def chat_page(
+        request: Request, stream_id: RowId, before: OptionalRowIdQuery = None
+    ) -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
@@ -132,7 +135,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         return pages.render("chat.html", guest, stream_id=stream_id, lines=lines)
 
     @router.get("/messages/{message_id}")
-    async def explain_page(request: Request, message_id: int) -> Response:
+    async def explain_page(request: Request, message_id: RowId) -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
@@ -142,7 +145,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         return pages.render("explain.html", guest, path=path)
 
     @router.get("/turns/{turn_id}")
-    async def trace_page(request: Request, turn_id: int) -> Response:
+    async def trace_page(request: Request, turn_id: RowId) -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
@@ -202,17 +205,19 @@ def _people(router: APIRouter, pages: Pages) -> None:
         return pages.render("persons.html", guest, q=q[:64], persons=found)
 
     @router.get("/persons/{person_id}")
-    async def person_page(request: Request, person_id: int) -> Response:
+    async def person_page(request: Request, person_id: RowId) -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         return pages.render("person.html", guest, d=await person_detail(deps, person_id))
 
     @router.post("/persons/{person_id}/lift")
-    async def lift(request: Request, person_id: int) -> Response:
+    async def lift(request: Request, person_id: RowId) -> Response:
         form = await _form(request)
         await pages.guest(request, form.get("csrf_token", [""])[0])
-        stream_id = int(form.get("stream_id", ["0"])[0] or 0)
+        stream_id = read_db_id(form.get("stream_id", ["0"])[0] or "0")
+        if stream_id is None:
+            raise HTTPException(422, "stream_id 要是一个聊天的编号")
         await deps.persona.lift(stream_id, person_id, deps.clock())
         return RedirectResponse(f"/pallas/persons/{person_id}", status_code=303)
 
@@ -241,7 +246,12 @@ def _settings(router: APIRouter, pages: Pages) -> None:
         values = await deps.registry.read(key, scope_id)
         section = deps.registry.section(key)
         return pages.render(
-            "section.html", guest, section=section, values=values, problems={}, saved=False,
+            "section.html",
+            guest,
+            section=section,
+            values=values,
+            problems={},
+            saved=False,
             submitted={},
         )
 
@@ -264,7 +274,12 @@ def _settings(router: APIRouter, pages: Pages) -> None:
             page.status_code = 422
             return page
         return pages.render(
-            "section.html", guest, section=section, values=values, problems={}, saved=True,
+            "section.html",
+            guest,
+            section=section,
+            values=values,
+            problems={},
+            saved=True,
             submitted={},
         )
 

@@ -82,8 +82,19 @@ async def browser() -> AsyncIterator[Browser]:
 async def page(browser: Browser, bot: BotProcess) -> AsyncIterator[Page]:
     context = await browser.new_context(viewport=DESKTOP, base_url=bot.http_url)
     opened = await context.new_page()
+    opened.on("console", lambda message: _note_refusal(message.text))
     yield opened
     await context.close()
+
+
+# What the browser refused under the pages' Content-Security-Policy (an inline style or
+# script left in a template would show here).
+csp_refusals: list[str] = []
+
+
+def _note_refusal(text: str) -> None:
+    if "Content Security Policy" in text:
+        csp_refusals.append(text)
 
 
 def stream_id(timeline: TimelineDb) -> int:
@@ -223,7 +234,11 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
             await page.set_viewport_size(size)
             response = await page.goto(path)
             assert response is not None and response.status == 200, (name, response)
+            assert "script-src 'self'" in response.headers["content-security-policy"]
+            assert response.headers["x-frame-options"] == "DENY"
             assert await page.evaluate("window.__xss") is None
+            background = "getComputedStyle(document.body).backgroundColor"
+            assert await page.evaluate(background) == "rgb(250, 250, 250)"  # the stylesheet
             scroll = await page.evaluate("document.documentElement.scrollWidth")
             assert scroll <= size["width"] + 1, (name, width_name, scroll)  # no sideways scroll
             if folder:
@@ -231,6 +246,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
                 await page.screenshot(path=str(target), full_page=True)
     await page.goto(f"/pallas/chats/{sid}")
     assert XSS in await page.inner_text("main")  # shown as the text it is
+    assert csp_refusals == []
 
 
 async def test_a_sandbox_conversation_gets_the_models_reply_through_the_real_path(
