@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import uvicorn
 
@@ -26,7 +27,7 @@ class RawAnswer:
 
 def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
     lines = [
-        f"{method} {path} HTTP/1.1",
+        f"{method} {quote(path, safe='/?=&%')} HTTP/1.1",
         "Host: 127.0.0.1",
         *(f"{k}: {v}" for k, v in headers.items()),
     ]
@@ -66,6 +67,7 @@ async def stream_body(
             piece = b"0" * size
             writer.write(f"{size:x}\r\n".encode() + piece + b"\r\n" if chunked else piece)
             await writer.drain()
+            await asyncio.sleep(0)  # let the reader see an answer that has come
             sent += size
         if chunked and sent >= total and not answer.done():
             writer.write(b"0\r\n\r\n")
