@@ -35,6 +35,8 @@ from pallas.store.models import (
 
 OPEN_OUTBOX = ("pending", "sending")
 BATCH_ROWS = 2000
+BATCH_S = 0.1  # a batch holds the write lock about this long at most
+MIN_BATCH_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,23 @@ class Holds:
 
 @dataclass(frozen=True)
 class Budget:
-    """How a run deletes: rows per batch, the pause between batches, and when to stop."""
+    """How a run deletes: at most `rows` a batch, fewer while a batch takes longer than
+    `batch_s` (halved each time, down to `min_rows`; doubled again while well under it); the
+    pause between batches; and when to stop starting them."""
 
     rows: int = BATCH_ROWS
     pause_s: float = 0.01
     spent: Callable[[], bool] = field(default=lambda: False)
+    batch_s: float = BATCH_S
+    min_rows: int = MIN_BATCH_ROWS
+
+    def next_rows(self, rows: int, took_s: float) -> int:
+        """The next batch's size after one of `rows` took `took_s` (pure)."""
+        if took_s > self.batch_s:
+            return max(min(self.min_rows, self.rows), rows // 2)
+        if took_s < self.batch_s / 2:
+            return min(self.rows, rows * 2)
+        return rows
 
 
 @dataclass(frozen=True)
@@ -78,8 +92,9 @@ class Pass:
     longest_batch_s: float = 0.0  # the longest a batch held the write lock
 
 
-# A step deletes one batch in the transaction it is given: (rows deleted, whether more remain).
-Step = Callable[[AsyncConnection], Awaitable[tuple[int, bool]]]
+# A step deletes one batch of at most the rows it is given, in the transaction it is given:
+# (rows deleted, whether more remain).
+Step = Callable[[AsyncConnection, int], Awaitable[tuple[int, bool]]]
 
 
 class RetentionStore:
@@ -93,12 +108,12 @@ class RetentionStore:
             before = min(before, holds.since)
         cursor: list[tuple[datetime, int]] = []
 
-        async def step(conn: AsyncConnection) -> tuple[int, bool]:
+        async def step(conn: AsyncConnection, rows: int) -> tuple[int, bool]:
             query = select(Message.id, Message.time, Message.turn_id).where(Message.time < before)
             if cursor:  # held rows stay behind: resume after the last row looked at
                 after = tuple_(literal(cursor[0][0], UtcDateTime()), literal(cursor[0][1]))
                 query = query.where(tuple_(Message.time, Message.id) > after)
-            query = query.order_by(Message.time, Message.id).limit(budget.rows)
+            query = query.order_by(Message.time, Message.id).limit(rows)
             found = (await conn.execute(query)).all()
             if found:
                 cursor[:] = [(found[-1].time, found[-1].id)]
@@ -108,7 +123,7 @@ class RetentionStore:
                     update(Event).where(Event.message_id.in_(ids)).values(message_id=None)
                 )
                 await conn.execute(delete(Message).where(Message.id.in_(ids)))
-            return len(ids), len(found) == budget.rows
+            return len(ids), len(found) == rows
 
         return await self._batches("message", step, budget)
 
@@ -118,34 +133,34 @@ class RetentionStore:
         pass (a straggler behind it goes in a later run)."""
         after = [0]
 
-        async def step(conn: AsyncConnection) -> tuple[int, bool]:
+        async def step(conn: AsyncConnection, rows: int) -> tuple[int, bool]:
             query = (
                 select(Event.id, Event.created_at)
                 .where(Event.id > after[0])
                 .order_by(Event.id)
-                .limit(budget.rows)
+                .limit(rows)
             )
             found = (await conn.execute(query)).all()
             old = [row.id for row in found if row.created_at < before]
             if old:
                 after[0] = old[-1]
                 await conn.execute(delete(Event).where(Event.id.in_(old)))
-            return len(old), len(found) == budget.rows and len(old) == len(found)
+            return len(old), len(found) == rows and len(old) == len(found)
 
         return await self._batches("event", step, budget)
 
     async def prune_model_calls(self, before: datetime, budget: Budget) -> Pass:
-        async def step(conn: AsyncConnection) -> tuple[int, bool]:
+        async def step(conn: AsyncConnection, rows: int) -> tuple[int, bool]:
             query = (
                 select(LlmCall.id)
                 .where(LlmCall.created_at < before)
                 .order_by(LlmCall.created_at)
-                .limit(budget.rows)
+                .limit(rows)
             )
             ids = list((await conn.execute(query)).scalars())
             if ids:
                 await conn.execute(delete(LlmCall).where(LlmCall.id.in_(ids)))
-            return len(ids), len(ids) == budget.rows
+            return len(ids), len(ids) == rows
 
         return await self._batches("llm_call", step, budget)
 
@@ -154,12 +169,12 @@ class RetentionStore:
         rows; a row still pending or sending is never touched, however old."""
         after = [0]
 
-        async def step(conn: AsyncConnection) -> tuple[int, bool]:
+        async def step(conn: AsyncConnection, rows: int) -> tuple[int, bool]:
             query = (
                 select(OutboxItem.id, OutboxItem.reply_id, OutboxItem.created_at, OutboxItem.status)
                 .where(OutboxItem.id > after[0])
                 .order_by(OutboxItem.id)
-                .limit(budget.rows)
+                .limit(rows)
             )
             found = (await conn.execute(query)).all()
             old = [row for row in found if row.created_at < before]
@@ -172,7 +187,7 @@ class RetentionStore:
                     delete(OutboxItem).where(OutboxItem.id.in_([row.id for row in settled]))
                 )
                 await _drop_orphan_replies(conn, {r.reply_id for r in settled if r.reply_id})
-            return len(settled), len(found) == budget.rows and not young
+            return len(settled), len(found) == rows and not young
 
         return await self._batches("outbox", step, budget)
 
@@ -187,12 +202,15 @@ class RetentionStore:
     async def _batches(self, table: str, step: Step, budget: Budget) -> Pass:
         deleted = batches = 0
         longest = 0.0
+        rows = budget.rows
         while not budget.spent():
             async with self._lock:
                 started = time.perf_counter()
                 async with self.engine.begin() as conn:
-                    count, more = await step(conn)
-                longest = max(longest, time.perf_counter() - started)
+                    count, more = await step(conn, rows)
+                took = time.perf_counter() - started
+            longest = max(longest, took)
+            rows = budget.next_rows(rows, took)
             batches += 1
             deleted += count
             if not more:

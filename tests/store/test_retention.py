@@ -273,3 +273,13 @@ def test_holds_join_and_the_earliest_since_wins() -> None:
     joined = Holds(frozenset({1}), frozenset(), NOW) | Holds(frozenset({2}), frozenset({9}), OLD)
     assert joined == Holds(frozenset({1, 2}), frozenset({9}), OLD)
     assert joined.keeps(1, None) and joined.keeps(5, 9) and not joined.keeps(5, None)
+
+
+def test_a_slow_batch_halves_the_next_and_a_quick_one_doubles_it_up_to_the_cap() -> None:
+    budget = Budget(rows=2000, batch_s=0.1, min_rows=100)
+    assert budget.next_rows(2000, 0.25) == 1000
+    assert budget.next_rows(150, 0.25) == 100  # never below the floor
+    assert budget.next_rows(1000, 0.07) == 1000  # near the target: kept
+    assert budget.next_rows(1000, 0.01) == 2000
+    assert budget.next_rows(2000, 0.01) == 2000  # never above the cap
+    assert Budget(rows=2).next_rows(2, 5.0) == 2  # a cap below the floor is the floor

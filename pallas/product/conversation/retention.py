@@ -123,6 +123,11 @@ async def run_retention(deps: RetentionDeps) -> RetentionReport:
     budget = Budget(deps.batch_rows, deps.pause_s, lambda: deps.monotonic() >= deadline)
     passes: list[Pass] = []
     held = 0
+    # The trail first: it is usually kept for less time than the lines, so by the time a
+    # message goes its events are gone and no pointer is left to clear.
+    if limits.events is not None:
+        passes.append(await deps.store.prune_events(limits.events, budget))
+        passes.append(await deps.store.prune_outbox(limits.events, budget))
     if limits.messages is not None:
         try:
             holds = await deps.holders.gather()
@@ -131,9 +136,6 @@ async def run_retention(deps: RetentionDeps) -> RetentionReport:
         else:
             held = len(holds.message_ids) + len(holds.turn_ids)
             passes.append(await deps.store.prune_messages(limits.messages, holds, budget))
-    if limits.events is not None:
-        passes.append(await deps.store.prune_events(limits.events, budget))
-        passes.append(await deps.store.prune_outbox(limits.events, budget))
     if limits.model_calls is not None:
         passes.append(await deps.store.prune_model_calls(limits.model_calls, budget))
     files = 0

@@ -136,9 +136,9 @@ async def test_a_run_prunes_every_table_to_its_cutoff_and_keeps_what_is_held(
     report = await run_retention(deps(engine, holders, RetentionPolicy(), logs))
     assert await counts(engine) == ([filled[1], filled[3]], 1, 1)
     assert [(p.table, p.deleted) for p in report.passes] == [
-        ("message", 2),
         ("event", 3),
         ("outbox", 0),
+        ("message", 2),
         ("llm_call", 1),
     ]
     assert report.finished and report.messages_held == 1
