@@ -357,3 +357,28 @@ async def test_the_openapi_document_describes_the_console_routes(
     paths = set(schema["paths"])
     assert {"/pallas/api/overview", "/pallas/api/settings/{key}/{scope_id}"} <= paths
     assert all(path.startswith("/pallas/") for path in paths)
+
+
+async def test_retention_is_a_console_section_and_its_job_is_scheduled(
+    http: httpx.AsyncClient, bot: BotProcess
+) -> None:
+    sections = (await http.get("/pallas/api/settings", headers=BEARER)).json()
+    assert "retention" in {s["key"] for s in sections}
+    shown = (await http.get("/pallas/api/settings/retention/global", headers=BEARER)).json()
+    defaults = {f["name"]: f["default"] for f in shown["fields"]}
+    assert defaults == {"messages_days": 180, "events_days": 90, "model_calls_days": 90,
+                        "call_log_days": 30}  # fmt: skip
+    path = "/pallas/api/settings/retention/global"
+    refused = await http.put(path, json={"events_days": 3}, headers=BEARER)
+    assert refused.status_code == 422
+    assert "events_days" in refused.json()["detail"]["problems"]
+    try:
+        changed = await http.put(path, json={"messages_days": 365}, headers=BEARER)
+        assert changed.status_code == 200
+        fields = {f["name"]: f for f in changed.json()["fields"]}
+        assert fields["messages_days"]["value"] == 365 and fields["messages_days"]["overridden"]
+    finally:
+        await http.put(path, json={"messages_days": 180}, headers=BEARER)
+    timeline = TimelineDb(bot.db_path)
+    # The hourly run is scheduled from start-up (pending until its hour, or already run).
+    assert timeline.scalar("SELECT COUNT(*) FROM job WHERE kind = 'retention.prune'") >= 1
