@@ -5,7 +5,8 @@
                                        "<issued>.<mac>" signed with the token, valid SESSION
   a state-changing request made with the cookie must carry the session's CSRF value (the
   `X-CSRF-Token` header or a `csrf_token` form field): a page of another site cannot know it
-  failed logins: at most FAILURES_ALLOWED per client in FAILURE_WINDOW, then refused
+  failed logins and wrong bearer tokens: at most FAILURES_ALLOWED per client address in
+  FAILURE_WINDOW, then that address's logins and bearer calls are refused (docs/console.md)
 
 Changing PALLAS_CONSOLE_TOKEN signs every session out. Decisions are pure; time is passed in.
 """
@@ -69,8 +70,9 @@ class LoginLimiter:
         self._failures: dict[str, deque[datetime]] = {}
 
     def blocked(self, client: str, now: datetime) -> bool:
-        recent = self._recent(client, now)
-        return len(recent) >= self.allowed
+        if client not in self._failures:  # asking remembers no one
+            return False
+        return len(self._recent(client, now)) >= self.allowed
 
     def failed(self, client: str, now: datetime) -> None:
         if client not in self._failures and len(self._failures) >= MAX_CLIENTS:

@@ -3,7 +3,8 @@
 Before any route runs, and before a byte of the body is read:
   - who is asking is settled from the headers alone (the console token as a bearer header,
     or a valid session cookie), so a state change on a guarded route without credentials is
-    refused at once, its body unread;
+    refused at once, its body unread; a wrong bearer token counts as a failed sign-in of its
+    address, and an address past its failures is refused (429) with any bearer token;
   - the body is counted as it streams in and refused with 413 the moment it passes the
     limit (PUBLIC_BODY_BYTES before authentication, SIGNED_IN_BODY_BYTES after), and with
     408 if it has not all arrived within BODY_TIMEOUT_S;
@@ -57,10 +58,21 @@ SECURITY_HEADERS = (
 )
 
 
+class Caller(StrEnum):
+    """Who a request says it is, by its headers."""
+
+    BEARER = "bearer"  # the console token in an Authorization header
+    COOKIE = "cookie"  # a valid session cookie
+    WRONG_TOKEN = "wrong_token"  # a bearer token that is not the console's
+    ANONYMOUS = "anonymous"
+
+
 class Refusal(StrEnum):
     """Why the boundary answered instead of the route."""
 
     SIGN_IN_FIRST = "sign_in_first"  # a guarded state change without credentials
+    WRONG_TOKEN = "wrong_token"  # counted like a failed sign-in
+    BLOCKED = "blocked"  # too many failed attempts from this address
     TOO_LARGE = "too_large"
     TOO_SLOW = "too_slow"
     FAILED = "failed"  # the route raised
@@ -96,9 +108,16 @@ def body_limit(path: str, signed_in: bool, limits: BodyLimits) -> int:
     return limits.signed_in_bytes
 
 
-def refusal_before_body(path: str, method: str, signed_in: bool) -> Refusal | None:
-    """Whether to refuse from the head alone, as the route's own guard would (pure)."""
-    if method in WRITE_METHODS and is_guarded(path) and not signed_in:
+def refusal_before_body(path: str, method: str, caller: Caller, blocked: bool) -> Refusal | None:
+    """Whether to refuse from the head alone, as the route's own guard would (pure).
+    `blocked`: the caller's address has used up its failed attempts (auth.LoginLimiter)."""
+    if not is_guarded(path):
+        return None
+    if blocked and caller in (Caller.BEARER, Caller.WRONG_TOKEN):
+        return Refusal.BLOCKED  # even the right token waits: guessing must buy nothing
+    if caller is Caller.WRONG_TOKEN:
+        return Refusal.WRONG_TOKEN
+    if method in WRITE_METHODS and caller is Caller.ANONYMOUS:
         return Refusal.SIGN_IN_FIRST
     return None
 
@@ -106,10 +125,12 @@ def refusal_before_body(path: str, method: str, signed_in: bool) -> Refusal | No
 def answer_for(refusal: Refusal, path: str) -> Answer:
     """The response for a refusal: what the route's guard answers (401 for the API and the
     sandbox's calls, the login page for pages), else the limit's own status (pure)."""
-    if refusal is Refusal.SIGN_IN_FIRST:
+    if refusal in (Refusal.SIGN_IN_FIRST, Refusal.WRONG_TOKEN):
         if path.startswith(("/pallas/api/", "/pallas/sandbox/")):
             return Answer(401, "需要登录：请提供控制台令牌")
         return Answer(303, location="/pallas/login")
+    if refusal is Refusal.BLOCKED:
+        return Answer(429, "登录失败次数太多，请稍后再试")
     if refusal is Refusal.TOO_LARGE:
         return Answer(413, "请求太大了")
     if refusal is Refusal.TOO_SLOW:
@@ -122,17 +143,17 @@ def declared_length(headers: dict[bytes, bytes]) -> int | None:
     return int(value) if value.isdigit() and len(value) <= 18 else None
 
 
-def signed_in(headers: dict[bytes, bytes], door: Door) -> bool:
-    """Credentials the guard would accept, read from the headers (CSRF is the guard's)."""
-    token = door.token
+def caller_of(headers: dict[bytes, bytes], door: Door) -> Caller:
+    """Who is asking, from the headers alone (the CSRF value is the guard's to check)."""
     authorization = headers.get(b"authorization", b"").decode("latin-1")
-    if authorization.lower().startswith("bearer ") and token_matches(
-        authorization[7:].strip(), token
-    ):
-        return True
+    if authorization.lower().startswith("bearer "):
+        given = authorization[7:].strip()
+        return Caller.BEARER if token_matches(given, door.token) else Caller.WRONG_TOKEN
     cookies = cookie_parser(headers.get(b"cookie", b"").decode("latin-1"))
     session = cookies.get(COOKIE, "")
-    return bool(session) and session_valid(session, token, door.clock())
+    if session and session_valid(session, door.token, door.clock()):
+        return Caller.COOKIE
+    return Caller.ANONYMOUS
 
 
 @dataclass
@@ -161,13 +182,14 @@ class Boundary:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path, method = scope["path"], scope["method"]
+        path = scope["path"]
         headers = dict(scope["headers"])
-        who = signed_in(headers, self.door)
+        caller = caller_of(headers, self.door)
+        signed_in = caller in (Caller.BEARER, Caller.COOKIE)
         exchange = _Exchange(
-            body_limit(path, who, self.limits), self.limits.timeout_s, _headers_for(path)
+            body_limit(path, signed_in, self.limits), self.limits.timeout_s, _headers_for(path)
         )
-        first = refusal_before_body(path, method, who)
+        first = self._refusal(scope, caller)
         length = declared_length(headers)
         if first is None and length is not None and length > exchange.limit:
             first = Refusal.TOO_LARGE
@@ -175,6 +197,18 @@ class Boundary:
             await _answer(send, exchange, answer_for(first, path))
             return
         await self._pass(scope, _Gate(exchange, receive, send, path))
+
+    def _refusal(self, scope: Scope, caller: Caller) -> Refusal | None:
+        """The head's refusal, if any; a wrong token counts as a failed sign-in of the
+        address it came from (the socket's, or a trusted proxy's client)."""
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        now, limiter = self.door.clock(), self.door.limiter
+        by_token = caller in (Caller.BEARER, Caller.WRONG_TOKEN)
+        blocked = by_token and is_guarded(scope["path"]) and limiter.blocked(client, now)
+        refusal = refusal_before_body(scope["path"], scope["method"], caller, blocked)
+        if refusal is Refusal.WRONG_TOKEN:
+            limiter.failed(client, now)
+        return refusal
 
     async def _pass(self, scope: Scope, gate: _Gate) -> None:
         try:

@@ -23,6 +23,7 @@ from pallas.console.boundary import (
     SIGNED_IN_BODY_BYTES,
     BodyLimits,
     Boundary,
+    Caller,
     Refusal,
     answer_for,
     body_limit,
@@ -102,13 +103,27 @@ def test_the_limit_is_small_until_the_caller_is_known() -> None:
 
 
 def test_a_guarded_change_without_credentials_is_refused_from_its_head() -> None:
-    assert refusal_before_body("/pallas/api/settings/gate/1", "PUT", False) is Refusal.SIGN_IN_FIRST
-    assert refusal_before_body("/pallas/tools/tool/x", "POST", False) is Refusal.SIGN_IN_FIRST
-    assert refusal_before_body("/pallas/api/settings/gate/1", "PUT", True) is None
-    assert refusal_before_body("/pallas/api/overview", "GET", False) is None  # the guard's call
+    anonymous, bearer, cookie = Caller.ANONYMOUS, Caller.BEARER, Caller.COOKIE
+    change = "/pallas/api/settings/gate/1"
+    assert refusal_before_body(change, "PUT", anonymous, False) is Refusal.SIGN_IN_FIRST
+    assert refusal_before_body("/pallas/tools/tool/x", "POST", anonymous, False) is not None
+    assert refusal_before_body(change, "PUT", bearer, False) is None
+    assert refusal_before_body(change, "PUT", cookie, False) is None
+    assert refusal_before_body("/pallas/api/overview", "GET", anonymous, False) is None
     for public in ("/pallas/api/login", "/pallas/login", "/pallas/api/logout"):
-        assert refusal_before_body(public, "POST", False) is None
-    assert refusal_before_body("/onebot/v11/http", "POST", False) is None
+        assert refusal_before_body(public, "POST", anonymous, False) is None
+    assert refusal_before_body("/onebot/v11/http", "POST", anonymous, False) is None
+
+
+def test_a_wrong_token_is_refused_and_a_blocked_address_waits_even_with_the_right_one() -> None:
+    overview = "/pallas/api/overview"
+    assert refusal_before_body(overview, "GET", Caller.WRONG_TOKEN, False) is Refusal.WRONG_TOKEN
+    assert refusal_before_body(overview, "GET", Caller.WRONG_TOKEN, True) is Refusal.BLOCKED
+    assert refusal_before_body(overview, "GET", Caller.BEARER, True) is Refusal.BLOCKED
+    assert refusal_before_body(overview, "GET", Caller.COOKIE, True) is None  # signed in before
+    assert refusal_before_body("/pallas/api/health", "GET", Caller.WRONG_TOKEN, True) is None
+    # NapCat's own bearer token (ONEBOT_ACCESS_TOKEN) is none of the console's business
+    assert refusal_before_body("/onebot/v11/http", "POST", Caller.WRONG_TOKEN, False) is None
 
 
 def test_refusals_answer_as_the_routes_guard_would() -> None:
@@ -116,6 +131,8 @@ def test_refusals_answer_as_the_routes_guard_would() -> None:
     assert answer_for(Refusal.SIGN_IN_FIRST, "/pallas/sandbox/a/say").status == 401
     page = answer_for(Refusal.SIGN_IN_FIRST, "/pallas/persons/1/lift")
     assert (page.status, page.location) == (303, "/pallas/login")
+    assert answer_for(Refusal.WRONG_TOKEN, "/pallas/api/x").status == 401
+    assert answer_for(Refusal.BLOCKED, "/pallas/api/x").status == 429
     assert answer_for(Refusal.TOO_LARGE, "/x").status == 413
     assert answer_for(Refusal.TOO_SLOW, "/x").status == 408
 
@@ -138,6 +155,19 @@ async def test_a_change_without_credentials_never_reaches_the_route(
         "/pallas/api/things", content=b"{}", headers={"Authorization": "Bearer no"}
     )
     assert wrong.status_code == 401 and reached == []
+
+
+async def test_wrong_tokens_count_as_failed_sign_ins_of_their_address(port: int) -> None:
+    transport = httpx.AsyncHTTPTransport(local_address="127.0.0.30")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", transport=transport) as c:
+        wrong = {"Authorization": "Bearer guess"}
+        codes = [(await c.get("/pallas/api/things", headers=wrong)).status_code for _ in range(6)]
+        assert codes == [401] * 5 + [429]
+        assert (await c.get("/pallas/api/things", headers=BEARER)).status_code == 429
+        session = {"Cookie": f"{COOKIE}={issue_session(TOKEN, NOW)}"}
+        assert (await c.get("/pallas/api/things", headers=session)).status_code == 200
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as other:
+        assert (await other.get("/pallas/api/things", headers=BEARER)).status_code == 200
 
 
 async def test_a_streamed_public_body_is_cut_at_the_small_limit(port: int) -> None:

@@ -5,6 +5,7 @@ validated whole (the field named, nothing half-saved) and the next turn uses the
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -96,10 +97,28 @@ async def http(bot: BotProcess) -> AsyncIterator[httpx.AsyncClient]:
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
+def client_from(bot: BotProcess, source: str) -> httpx.AsyncClient:
+    """A client whose socket comes from `source`: failed attempts are counted per address."""
+    transport = httpx.AsyncHTTPTransport(local_address=source)
+    return httpx.AsyncClient(base_url=bot.http_url, transport=transport, timeout=10)
+
+
+_strangers = itertools.count()
+
+
+@pytest.fixture
+async def stranger(bot: BotProcess) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a loopback address of its own, for a test that tries wrong tokens."""
+    n = next(_strangers)
+    async with client_from(bot, f"127.0.{1 + n // 250}.{1 + n % 250}") as client:
+        yield client
+
+
 @pytest.mark.parametrize(("method", "path"), ROUTES)
 async def test_every_route_refuses_without_the_token(
-    http: httpx.AsyncClient, method: str, path: str
+    stranger: httpx.AsyncClient, method: str, path: str
 ) -> None:
+    http = stranger
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         response = await http.request(method, path, headers=headers, json={})
         if answered_as_api(path):
@@ -340,7 +359,8 @@ async def test_tools_are_listed_and_switched_except_the_essential_ones(
     await http.post("/pallas/api/tools/tool/web.fetch?on=true", headers=BEARER)
 
 
-async def test_failed_logins_are_rate_limited(http: httpx.AsyncClient) -> None:
+async def test_failed_logins_are_rate_limited(stranger: httpx.AsyncClient) -> None:
+    http = stranger
     codes = [
         (await http.post("/pallas/api/login", json={"token": f"guess-{n}"})).status_code
         for n in range(7)
@@ -348,6 +368,22 @@ async def test_failed_logins_are_rate_limited(http: httpx.AsyncClient) -> None:
     assert codes[:5] == [401] * 5 and codes[5:] == [429, 429]
     # Even the right token waits out the window now: guessing buys nothing.
     assert (await http.post("/pallas/api/login", json={"token": TOKEN})).status_code == 429
+    assert (await http.get("/pallas/api/overview", headers=BEARER)).status_code == 429
+    # No proxy is trusted by default: a forwarding header names no one and buys nothing.
+    for n in range(30):
+        forged = {"X-Forwarded-For": f"10.2.{n}.1"}
+        answer = await http.post("/pallas/api/login", json={"token": TOKEN}, headers=forged)
+        assert answer.status_code == 429
+
+
+async def test_wrong_bearer_tokens_are_counted_like_failed_logins(
+    stranger: httpx.AsyncClient, http: httpx.AsyncClient
+) -> None:
+    wrong = {"Authorization": "Bearer guess"}
+    codes = [(await stranger.get("/pallas/api/chats", headers=wrong)).status_code for _ in range(6)]
+    assert codes == [401] * 5 + [429]
+    assert (await stranger.get("/pallas/api/chats", headers=BEARER)).status_code == 429
+    assert (await http.get("/pallas/api/chats", headers=BEARER)).status_code == 200  # others
 
 
 async def test_the_openapi_document_describes_the_console_routes(
