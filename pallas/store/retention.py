@@ -103,13 +103,17 @@ class RetentionStore:
         self._lock = write_lock or asyncio.Lock()
 
     async def prune_messages(self, before: datetime, holds: Holds, budget: Budget) -> Pass:
-        """Messages whose time is before `before` (and before `holds.since`), unless held."""
+        """Messages whose time is before `before` (and before `holds.since`), unless held.
+        A row stored after `before` stays whatever time the platform gave it (a clock gone
+        wrong must not make a fresh message look old)."""
         if holds.since is not None:
             before = min(before, holds.since)
         cursor: list[tuple[datetime, int]] = []
 
         async def step(conn: AsyncConnection, rows: int) -> tuple[int, bool]:
-            query = select(Message.id, Message.time, Message.turn_id).where(Message.time < before)
+            query = select(Message.id, Message.time, Message.turn_id, Message.stored_at).where(
+                Message.time < before
+            )
             if cursor:  # held rows stay behind: resume after the last row looked at
                 after = tuple_(literal(cursor[0][0], UtcDateTime()), literal(cursor[0][1]))
                 query = query.where(tuple_(Message.time, Message.id) > after)
@@ -117,7 +121,11 @@ class RetentionStore:
             found = (await conn.execute(query)).all()
             if found:
                 cursor[:] = [(found[-1].time, found[-1].id)]
-            ids = [row.id for row in found if not holds.keeps(row.id, row.turn_id)]
+            ids = [
+                row.id
+                for row in found
+                if row.stored_at < before and not holds.keeps(row.id, row.turn_id)
+            ]
             if ids:
                 await conn.execute(
                     update(Event).where(Event.message_id.in_(ids)).values(message_id=None)

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.audit_trail import explain, trace
 from pallas.store.models import (
     Event,
     LlmCall,
@@ -97,6 +98,20 @@ async def test_old_messages_go_in_bounded_batches_and_held_ones_stay(
     assert sorted(p for p in pointers if p is not None) == [old[1], old[3], *new]
 
 
+async def test_a_pruned_message_is_gone_from_its_path_and_its_turn_still_traces(
+    engine: AsyncEngine, timeline: TimelineWriter, clock: Clock
+) -> None:
+    old = await say(timeline, clock, OLD)
+    async with engine.begin() as conn:
+        await conn.execute(update(Message).where(Message.id == old).values(turn_id=31))
+        await conn.execute(update(Event).where(Event.message_id == old).values(turn_id=31))
+    assert await explain(engine, old) is not None
+    await RetentionStore(engine).prune_messages(CUTOFF, Holds(), Budget(pause_s=0))
+    assert await explain(engine, old) is None  # "no such message", as for any unknown id
+    turn = await trace(engine, 31)
+    assert [e.message_id for e in turn.events] == [None]  # the event stays, its pointer gone
+
+
 async def test_everything_from_since_on_is_held(
     engine: AsyncEngine, timeline: TimelineWriter, clock: Clock
 ) -> None:
@@ -108,6 +123,17 @@ async def test_everything_from_since_on_is_held(
     assert done.deleted == 1
     assert await ids(engine, Message.id) == [second]
     assert first not in await ids(engine, Message.id)
+
+
+async def test_a_fresh_row_with_an_old_platform_time_stays(
+    engine: AsyncEngine, timeline: TimelineWriter, clock: Clock
+) -> None:
+    clock.now = NOW  # stored now, though the platform says it was said 200 days ago
+    written = await timeline.write(message("x", time=OLD))
+    assert isinstance(written, MessageWritten)
+    done = await RetentionStore(engine).prune_messages(CUTOFF, Holds(), Budget(pause_s=0))
+    assert done.deleted == 0
+    assert await ids(engine, Message.id) == [written.message_id]
 
 
 async def test_a_spent_budget_stops_after_the_batch_in_progress(
