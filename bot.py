@@ -75,10 +75,10 @@ def serve(settings: Settings) -> None:
     nonebot.run(**server_options(settings))
 
 
-def main() -> None:
+def main(extra_plugins: Iterable[str] = ()) -> None:
     try:
         settings = load_settings()
-        init_bot(settings)
+        init_bot(settings, extra_plugins)
         # Before the server binds: a store that cannot be used stops start-up here, with
         # nothing served and nothing half-migrated (docs/napcat.md, "When it will not start").
         prepare_store(settings.database_url)

@@ -113,15 +113,22 @@ class Settings(BaseSettings):
     @field_validator("pallas_trusted_proxies")
     @classmethod
     def _proxy_addresses(cls, value: list[str]) -> list[str]:
+        """Each as uvicorn reads it: an address, or a network in its strict form
+        ("10.0.0.1/8" is 10.0.0.0/8; uvicorn would take the loose form for a host name)."""
+        read = []
         for item in value:
             try:
-                ipaddress.ip_network(item.strip(), strict=False)
+                text = item.strip()
+                if "/" in text:
+                    read.append(str(ipaddress.ip_network(text, strict=False)))
+                else:
+                    read.append(str(ipaddress.ip_address(text)))
             except ValueError:
                 raise ValueError(
                     f'expected IP addresses or networks such as ["127.0.0.1", "10.0.0.0/8"], '
                     f"not {item!r}"
                 ) from None
-        return [item.strip() for item in value]
+        return read
 
     @field_validator("command_start")
     @classmethod

@@ -15,15 +15,53 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 COOKIE = "pallas_session"
 SESSION = timedelta(days=7)
 FAILURES_ALLOWED = 5
 FAILURE_WINDOW = timedelta(minutes=5)
 MAX_CLIENTS = 10_000  # clients whose failures are remembered (a bounded cache)
+
+
+class Caller(StrEnum):
+    """Who a request says it is, by its headers."""
+
+    BEARER = "bearer"  # the console token in an Authorization header
+    COOKIE = "cookie"  # a valid session cookie
+    WRONG_TOKEN = "wrong_token"  # a bearer token that is not the console's, and no session
+    ANONYMOUS = "anonymous"
+
+
+def caller_of(authorization: str, session: str, token: str, now: datetime) -> Caller:
+    """Who is asking: the bearer token first, then the session cookie (the CSRF value is
+    checked where a change is made). A wrong bearer token beside a valid session is the
+    session's: something else may have added the header."""
+    if authorization.lower().startswith("bearer ") and token_matches(
+        authorization[7:].strip(), token
+    ):
+        return Caller.BEARER
+    if session and session_valid(session, token, now):
+        return Caller.COOKIE
+    if authorization.lower().startswith("bearer "):
+        return Caller.WRONG_TOKEN
+    return Caller.ANONYMOUS
+
+
+def client_key(host: str) -> str:
+    """What the limiter counts failures by: the address, or for IPv6 its /64 (one host
+    commonly holds a whole /64, and could otherwise guess from each address in turn)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if address.version == 6:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return host
 
 
 def token_matches(given: str, token: str) -> bool:

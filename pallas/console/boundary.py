@@ -26,7 +26,7 @@ from typing import Any
 from loguru import logger
 from starlette.requests import cookie_parser
 
-from pallas.console.auth import COOKIE, session_valid, token_matches
+from pallas.console.auth import COOKIE, Caller, caller_of, client_key
 from pallas.console.guard import Door
 
 Scope = MutableMapping[str, Any]
@@ -56,15 +56,6 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
-
-
-class Caller(StrEnum):
-    """Who a request says it is, by its headers."""
-
-    BEARER = "bearer"  # the console token in an Authorization header
-    COOKIE = "cookie"  # a valid session cookie
-    WRONG_TOKEN = "wrong_token"  # a bearer token that is not the console's
-    ANONYMOUS = "anonymous"
 
 
 class Refusal(StrEnum):
@@ -143,17 +134,10 @@ def declared_length(headers: dict[bytes, bytes]) -> int | None:
     return int(value) if value.isdigit() and len(value) <= 18 else None
 
 
-def caller_of(headers: dict[bytes, bytes], door: Door) -> Caller:
-    """Who is asking, from the headers alone (the CSRF value is the guard's to check)."""
-    authorization = headers.get(b"authorization", b"").decode("latin-1")
-    if authorization.lower().startswith("bearer "):
-        given = authorization[7:].strip()
-        return Caller.BEARER if token_matches(given, door.token) else Caller.WRONG_TOKEN
+def _caller(headers: dict[bytes, bytes], door: Door) -> Caller:
     cookies = cookie_parser(headers.get(b"cookie", b"").decode("latin-1"))
-    session = cookies.get(COOKIE, "")
-    if session and session_valid(session, door.token, door.clock()):
-        return Caller.COOKIE
-    return Caller.ANONYMOUS
+    authorization = headers.get(b"authorization", b"").decode("latin-1")
+    return caller_of(authorization, cookies.get(COOKIE, ""), door.token, door.clock())
 
 
 @dataclass
@@ -184,7 +168,7 @@ class Boundary:
             return
         path = scope["path"]
         headers = dict(scope["headers"])
-        caller = caller_of(headers, self.door)
+        caller = _caller(headers, self.door)
         signed_in = caller in (Caller.BEARER, Caller.COOKIE)
         exchange = _Exchange(
             body_limit(path, signed_in, self.limits), self.limits.timeout_s, _headers_for(path)
@@ -201,7 +185,7 @@ class Boundary:
     def _refusal(self, scope: Scope, caller: Caller) -> Refusal | None:
         """The head's refusal, if any; a wrong token counts as a failed sign-in of the
         address it came from (the socket's, or a trusted proxy's client)."""
-        client = scope["client"][0] if scope.get("client") else "unknown"
+        client = client_key(scope["client"][0]) if scope.get("client") else "unknown"
         now, limiter = self.door.clock(), self.door.limiter
         by_token = caller in (Caller.BEARER, Caller.WRONG_TOKEN)
         blocked = by_token and is_guarded(scope["path"]) and limiter.blocked(client, now)

@@ -13,11 +13,13 @@ from pydantic import BaseModel, Field
 from pallas.console.auth import (
     COOKIE,
     SESSION,
+    Caller,
     LoginLimiter,
+    caller_of,
+    client_key,
     csrf_for,
     csrf_valid,
     issue_session,
-    session_valid,
     token_matches,
 )
 
@@ -47,16 +49,17 @@ class Visitor:
 
 
 def client_of(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The address failures are counted by (the socket's, or a trusted proxy's client)."""
+    return client_key(request.client.host) if request.client else "unknown"
 
 
 def visitor(request: Request, door: Door, form_csrf: str = "") -> Visitor:
     """The caller, or 401 (no or wrong credentials) / 403 (a cookie without its CSRF value)."""
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer ") and token_matches(header[7:].strip(), door.token):
-        return Visitor(by_cookie=False)
     session = request.cookies.get(COOKIE, "")
-    if not session or not session_valid(session, door.token, door.clock()):
+    caller = caller_of(request.headers.get("authorization", ""), session, door.token, door.clock())
+    if caller is Caller.BEARER:
+        return Visitor(by_cookie=False)
+    if caller is not Caller.COOKIE:
         raise HTTPException(401, "需要登录：请提供控制台令牌")
     csrf = csrf_for(session, door.token)
     if request.method not in SAFE_METHODS:

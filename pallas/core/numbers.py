@@ -12,6 +12,7 @@ import sys
 # The longest digit string int() reads (Python's guard against quadratic conversions).
 READABLE_DIGITS = sys.int_info.default_max_str_digits
 ID_DIGITS = 19  # 2**63 - 1 has 19 digits
+PLATFORM_DIGITS = 20  # 2**64 has 20: no id, time or count from the platform is longer
 MAX_DB_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL's BIGINT hold
 
 
@@ -36,3 +37,9 @@ def read_db_id(text: str) -> int | None:
     """A row id the store can hold (0 to MAX_DB_ID), or None."""
     number = read_int(text, ID_DIGITS)
     return number if number is not None and 0 <= number <= MAX_DB_ID else None
+
+
+def fits_platform(number: int) -> bool:
+    """Whether an integer from the platform is one the store can keep (at most
+    PLATFORM_DIGITS digits: ids go into 64-character columns, times into datetimes)."""
+    return -(10**PLATFORM_DIGITS) < number < 10**PLATFORM_DIGITS

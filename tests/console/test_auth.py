@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pallas.console.auth import FAILURE_WINDOW, LoginLimiter
+from pallas.console.auth import (
+    FAILURE_WINDOW,
+    Caller,
+    LoginLimiter,
+    caller_of,
+    client_key,
+    issue_session,
+)
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -31,3 +38,30 @@ def test_asking_about_an_address_remembers_nothing() -> None:
     for n in range(1000):
         limiter.blocked(f"10.0.{n // 256}.{n % 256}", NOW)
     assert limiter._failures == {}
+
+
+TOKEN = "auth-test-token"
+
+
+def test_the_caller_by_bearer_token_or_session() -> None:
+    session = issue_session(TOKEN, NOW)
+    assert caller_of(f"Bearer {TOKEN}", "", TOKEN, NOW) is Caller.BEARER
+    assert caller_of("", session, TOKEN, NOW) is Caller.COOKIE
+    assert caller_of("Bearer guess", "", TOKEN, NOW) is Caller.WRONG_TOKEN
+    assert caller_of("", "", TOKEN, NOW) is Caller.ANONYMOUS
+    assert caller_of(TOKEN, "", TOKEN, NOW) is Caller.ANONYMOUS  # not a bearer header
+    assert caller_of("", "1700000000.deadbeef", TOKEN, NOW) is Caller.ANONYMOUS
+
+
+def test_a_wrong_bearer_token_beside_a_valid_session_is_the_sessions() -> None:
+    session = issue_session(TOKEN, NOW)
+    assert caller_of("Bearer added-by-a-proxy", session, TOKEN, NOW) is Caller.COOKIE
+
+
+def test_failures_are_counted_per_ipv4_address_and_per_ipv6_64() -> None:
+    assert client_key("192.0.2.7") == "192.0.2.7"
+    assert (
+        client_key("2001:db8:1:2::5") == client_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    )
+    assert client_key("2001:db8:1:3::5") != client_key("2001:db8:1:2::5")
+    assert client_key("unknown") == "unknown"

@@ -17,13 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from pallas.console.auth import COOKIE, issue_session
+from pallas.console.auth import COOKIE, Caller, issue_session
 from pallas.console.boundary import (
     PUBLIC_BODY_BYTES,
     SIGNED_IN_BODY_BYTES,
     BodyLimits,
     Boundary,
-    Caller,
     Refusal,
     answer_for,
     body_limit,

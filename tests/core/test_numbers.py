@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from pallas.core.numbers import MAX_DB_ID, READABLE_DIGITS, json_int, read_db_id, read_int
+from pallas.core.numbers import (
+    MAX_DB_ID,
+    READABLE_DIGITS,
+    fits_platform,
+    json_int,
+    read_db_id,
+    read_int,
+)
 
 
 @pytest.mark.parametrize(
@@ -39,3 +46,8 @@ def test_an_integer_literal_too_long_for_int_stays_text() -> None:
         json.loads(document)
     read = json.loads(document, parse_int=json_int)
     assert read["b"] == 12 and isinstance(read["a"], str) and len(read["a"]) == 5_001
+
+
+def test_platform_numbers_have_at_most_twenty_digits() -> None:
+    assert fits_platform(2**64) and fits_platform(-(2**63)) and fits_platform(10**20 - 1)
+    assert not fits_platform(10**20) and not fits_platform(-(10**30))

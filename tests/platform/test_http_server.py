@@ -12,11 +12,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
+from uvicorn.middleware.proxy_headers import _TrustedHosts
 from websockets.asyncio.client import connect
 
 from pallas.config import Settings
 from pallas.platform.http_server import (
-    HEAD_TIMEOUT_S,
     MAX_CONNECTIONS,
     HeadDeadlineProtocol,
     server_options,
@@ -145,11 +145,13 @@ def test_the_options_name_the_limits_and_trust_no_proxy_by_default() -> None:
     assert options["http"] is HeadDeadlineProtocol
     assert options["limit_concurrency"] == MAX_CONNECTIONS and options["timeout_keep_alive"] == 5
     assert options["proxy_headers"] is False and options["forwarded_allow_ips"] == []
-    assert HEAD_TIMEOUT_S == 10.0
 
 
 def test_named_proxies_are_the_only_ones_believed() -> None:
-    settings = Settings(_env_file=None, pallas_trusted_proxies=["10.0.0.0/8", " 127.0.0.1 "])
-    options = server_options(settings)
+    proxies = ["10.0.0.0/8", " 127.0.0.1 ", "10.0.0.1/8", "::1"]
+    options = server_options(Settings(_env_file=None, pallas_trusted_proxies=proxies))
     assert options["proxy_headers"] is True
-    assert options["forwarded_allow_ips"] == ["10.0.0.0/8", "127.0.0.1"]
+    # each in the strict form uvicorn matches (it would take "10.0.0.1/8" for a host name)
+    assert options["forwarded_allow_ips"] == ["10.0.0.0/8", "127.0.0.1", "10.0.0.0/8", "::1"]
+    trusted = _TrustedHosts(options["forwarded_allow_ips"])
+    assert "10.9.8.7" in trusted and "127.0.0.1" in trusted and "192.168.0.1" not in trusted

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 
-from bot import init_bot, serve
-from pallas.config import load_settings
+from bot import main
 
 if __name__ == "__main__":
-    extra = [name for name in os.environ.get("PALLAS_E2E_PLUGINS", "").split(",") if name]
-    settings = load_settings()
-    init_bot(settings, extra_plugins=extra)
-    serve(settings)
+    main(
+        extra_plugins=[name for name in os.environ.get("PALLAS_E2E_PLUGINS", "").split(",") if name]
+    )

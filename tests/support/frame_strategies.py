@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pallas.core.numbers import READABLE_DIGITS
+from pallas.core.numbers import PLATFORM_DIGITS
 from tests.support.napcat_corpus import load_corpus
 
 SELF_ID = "10000"
@@ -144,16 +144,15 @@ def serialize(value: Any, *, ascii_only: bool, as_bytes: bool) -> str | bytes:
 
 
 def int_like(value: Any) -> int | None:
-    """An integer however it is spelled: int, integral finite float, or a decimal string."""
+    """An integer however it is spelled (int, integral finite float, or a decimal string)
+    that a platform id can be: at most 20 digits (a LongNumber literal is none)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
-        # past int()'s limit a digit string is no number (nor is a LongNumber literal)
-        return int(value) if len(value.lstrip("-")) <= READABLE_DIGITS else None
+    integral = isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    digits = isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,30}", value) is not None
+    if isinstance(value, int) or integral or digits:
+        number = int(value)
+        return number if abs(number) < 10**PLATFORM_DIGITS else None
     return None
 
 

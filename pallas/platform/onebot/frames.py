@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pallas.core.numbers import read_int
+from pallas.core.numbers import PLATFORM_DIGITS, fits_platform, read_int
 from pallas.core.text import excerpt
 
 UNREADABLE_SEGMENT = "pallas_unreadable"  # the type given to a segment that could not be read
@@ -167,15 +167,18 @@ def _cut_deep(root: dict[str, Any]) -> bool:
 
 
 def _as_int(value: Any) -> int | None:
+    """An integer however it is spelled; None past PLATFORM_DIGITS digits (no id is that
+    long, and a 5,000-digit string is no number, not an exception)."""
+    number: int | None = None
     if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        return read_int(value)  # a 5,000-digit string is no number, not an exception
-    return None
+        number = int(value)
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        number = read_int(value, PLATFORM_DIGITS)
+    return number if number is not None and fits_platform(number) else None
 
 
 def _fix_time(payload: dict[str, Any], now_s: int, repairs: list[str]) -> None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pallas.core.inbound import GroupNotice, NoticeKind, StreamKey, StreamKind
-from pallas.core.numbers import read_int
+from pallas.core.numbers import PLATFORM_DIGITS, fits_platform, read_int
 from pallas.platform.onebot import PLATFORM
 
 Data = Mapping[str, Any]
@@ -70,9 +70,9 @@ def _optional_int(data: Data, key: str) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
+        return value if fits_platform(value) else None
     if isinstance(value, str):
-        number = read_int(value)
+        number = read_int(value, PLATFORM_DIGITS)
         return number if number is not None and number >= 0 else None
     return None
 
