@@ -4,9 +4,10 @@ uvicorn closes an idle keep-alive connection and can cap concurrent connections,
 no deadline for a request's head: a client that sends half a request line holds its
 connection for ever, and with httptools a head of any size is buffered. The protocol here
 adds both: a connection waiting for a request head gets HEAD_TIMEOUT_S seconds and
-MAX_HEAD_BYTES bytes for it, then is closed. A request answered before its body arrived
-(413, 401) lingers: the rest of the body is read and dropped for up to LINGER_S, so a client
-that sends it all before reading still reads the answer instead of a reset. Bodies are
+MAX_HEAD_BYTES bytes for it, then is closed; one address holds at most MAX_PER_ADDRESS
+connections. A request answered before its body arrived (413, 401) lingers: the rest of the
+body is read and dropped for up to LINGER_S, so a client that sends it all before reading
+still reads the answer instead of a reset. Bodies are
 bounded by the console's boundary middleware (pallas/console/boundary.py); WebSocket frames
 by uvicorn's `ws_max_size`.
 """
@@ -26,6 +27,7 @@ HEAD_TIMEOUT_S = 10.0  # from the first byte of a request (or the connection) to
 MAX_HEAD_BYTES = 64 * 1024  # request line and headers together
 KEEP_ALIVE_S = 5  # an idle keep-alive connection is closed after this
 MAX_CONNECTIONS = 1000  # past this uvicorn answers 503 (NapCat's sockets count too)
+MAX_PER_ADDRESS = 256  # one address cannot take the whole server; past this, closed at once
 WS_MAX_BYTES = 16 * 1024 * 1024  # one WebSocket message from NapCat
 
 
@@ -37,11 +39,17 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     head_timeout_s = HEAD_TIMEOUT_S
     max_head_bytes = MAX_HEAD_BYTES
     linger_s = LINGER_S
+    max_per_address = MAX_PER_ADDRESS
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        if self._peer_connections() > self.max_per_address:
+            logger.debug("http: more than {} connections from {}; closed", self.max_per_address,
+                         self.client[0] if self.client else "?")  # fmt: skip
+            transport.close()
+            return
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -68,6 +76,15 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def _peer_connections(self) -> int:
+        """This server's open connections from this one's address, itself included."""
+        if not self.client:
+            return 0
+        host = self.client[0]
+        return sum(
+            1 for other in self.connections if (getattr(other, "client", None) or ("",))[0] == host
+        )
 
     def _waiting_for_head(self) -> bool:
         return self.cycle is None or (self.cycle.response_complete and not self.cycle.more_body)

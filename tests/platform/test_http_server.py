@@ -18,6 +18,7 @@ from websockets.asyncio.client import connect
 from pallas.config import Settings
 from pallas.platform.http_server import (
     MAX_CONNECTIONS,
+    MAX_PER_ADDRESS,
     HeadDeadlineProtocol,
     server_options,
 )
@@ -32,6 +33,7 @@ class QuickDeadline(HeadDeadlineProtocol):
     head_timeout_s = SHORT_S
     linger_s = SHORT_S
     max_head_bytes = 4096
+    max_per_address = 60
 
 
 async def slow(_: Request) -> PlainTextResponse:
@@ -81,6 +83,17 @@ async def test_half_sent_heads_are_dropped_while_whole_requests_are_served(port:
     assert all(closed)
     for _, writer in held:
         writer.close()
+
+
+async def test_one_address_cannot_hold_every_connection(port: int) -> None:
+    held = [await open_from(port, "127.0.0.21") for _ in range(60)]
+    reader, writer = await open_from(port, "127.0.0.21")  # one past the cap
+    assert await closed_within(reader, SHORT_S / 2)  # at once, not at the head deadline
+    served_reader, served_writer = await open_from(port, "127.0.0.22")
+    served_writer.write(request_head("GET", "/ok", {"Connection": "close"}))
+    assert (await served_reader.read()).startswith(b"HTTP/1.1 200")
+    for _, each in [*held, (reader, writer), (served_reader, served_writer)]:
+        each.close()
 
 
 async def test_a_head_sent_a_byte_at_a_time_gets_no_more_time(port: int) -> None:
@@ -144,6 +157,7 @@ def test_the_options_name_the_limits_and_trust_no_proxy_by_default() -> None:
     options = server_options(Settings(_env_file=None))
     assert options["http"] is HeadDeadlineProtocol
     assert options["limit_concurrency"] == MAX_CONNECTIONS and options["timeout_keep_alive"] == 5
+    assert MAX_PER_ADDRESS < MAX_CONNECTIONS  # one address never takes the whole server
     assert options["proxy_headers"] is False and options["forwarded_allow_ips"] == []
 
 

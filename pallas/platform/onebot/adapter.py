@@ -300,7 +300,9 @@ def _loads(text: str | bytes) -> Any:
     take the fast path only."""
     try:
         return json.loads(text)
-    except ValueError:
+    except json.JSONDecodeError:
+        raise  # malformed: reading it again would not help
+    except ValueError:  # an integer literal int() refuses
         return json.loads(text, parse_int=json_int)
 
 
