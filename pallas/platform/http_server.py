@@ -31,6 +31,11 @@ MAX_PER_ADDRESS = 256  # one address cannot take the whole server; past this, cl
 WS_MAX_BYTES = 16 * 1024 * 1024  # one WebSocket message from NapCat
 
 
+# httptools reports where each request begins and where its head ends; h11 (the fallback)
+# does not, and there a head counts as done when uvicorn starts its request.
+_PARSER_HOOKS = hasattr(AutoHTTPProtocol, "on_headers_complete")
+
+
 class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     """uvicorn's own HTTP protocol (httptools or h11, as uvicorn picks), with a deadline and
     a size cap for each request head. A request whose head is complete is the app's to
@@ -50,23 +55,29 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
                          self.client[0] if self.client else "?")  # fmt: skip
             transport.close()
             return
-        self._arm()
+        self._open_head()
 
     def data_received(self, data: bytes) -> None:
-        waiting = self._waiting_for_head()
-        if waiting:
-            self._arm()
+        if self._between_bodies():
+            self._open_head()  # the next request's first bytes (a no-op while one is open)
         before = self.cycle
         super().data_received(data)
-        if self.cycle is not before or not self._still_ours():
-            self._disarm()  # a head completed (or the socket was upgraded)
-            self._head_bytes = 0
-        elif waiting and self._waiting_for_head():
+        if not self._still_ours() or (not _PARSER_HOOKS and self.cycle is not before):
+            self._close_head()  # upgraded to a WebSocket, or (h11) a request began
+        if self._head_timer is not None:
             self._head_bytes += len(data)
             if self._head_bytes > self.max_head_bytes and not self.transport.is_closing():
                 logger.warning("http: a request head past {} bytes; connection closed",
                                self.max_head_bytes)  # fmt: skip
                 self.transport.close()
+
+    def on_message_begin(self) -> None:  # httptools: a request (perhaps pipelined) begins
+        super().on_message_begin()
+        self._open_head()
+
+    def on_headers_complete(self) -> None:  # httptools: its head is complete
+        self._close_head()
+        super().on_headers_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -74,7 +85,7 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
             self.loop.call_later(self.linger_s, self._linger_over, self.cycle)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._close_head()
         super().connection_lost(exc)
 
     def _peer_connections(self) -> int:
@@ -86,8 +97,10 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
             1 for other in self.connections if (getattr(other, "client", None) or ("",))[0] == host
         )
 
-    def _waiting_for_head(self) -> bool:
-        return self.cycle is None or (self.cycle.response_complete and not self.cycle.more_body)
+    def _between_bodies(self) -> bool:
+        """Whether bytes arriving now can only be a request head: no request yet, or the
+        current one's body is complete (kept alive, or pipelined behind a long answer)."""
+        return self.cycle is None or not self.cycle.more_body
 
     def _draining(self) -> bool:
         """Answered, but the request's body is still arriving (read and dropped)."""
@@ -100,19 +113,20 @@ class HeadDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     def _still_ours(self) -> bool:
         return self.transport.get_protocol() is self
 
-    def _arm(self) -> None:
+    def _open_head(self) -> None:
         if self._head_timer is None:
+            self._head_bytes = 0
             self._head_timer = self.loop.call_later(self.head_timeout_s, self._expired)
 
-    def _disarm(self) -> None:
+    def _close_head(self) -> None:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
 
     def _expired(self) -> None:
         self._head_timer = None
-        if self._waiting_for_head() and self._still_ours() and not self.transport.is_closing():
-            self.transport.close()
+        if self._still_ours() and not self.transport.is_closing():
+            self.transport.close()  # a pipelined half head ends an answer still streaming
 
 
 def server_options(settings: Settings) -> dict[str, Any]:

@@ -117,6 +117,15 @@ async def test_the_next_request_on_a_kept_alive_connection_has_a_deadline_too(po
     writer.close()
 
 
+async def test_a_half_head_pipelined_behind_a_long_answer_has_the_deadline_too(
+    port: int,
+) -> None:
+    reader, writer = await open_from(port)
+    writer.write(request_head("GET", "/slow", {}) + b"GET /ok HTTP/1.1\r\nX-Held: ")
+    assert await closed_within(reader, SHORT_S * 6)
+    writer.close()
+
+
 async def test_a_complete_head_is_the_apps_to_answer_however_long(port: int) -> None:
     assert (await get(port, "/slow")).endswith(b"done")
 
