@@ -37,7 +37,11 @@ from tests.support.waiting import until
 
 
 async def crash(runtime: Runtime) -> None:
-    """Stop like a killed process would: nothing in flight gets to finish."""
+    """Stop like a killed process would: nothing in flight gets to finish, and nothing of
+    it goes on running (its sends and jobs would write to the closed writers later, into
+    another test's log)."""
+    await runtime.jobs.stop()
+    await runtime.dispatcher.stop()
     await runtime.turn_buffers.stop(grace_s=0)
     await runtime.writer.close()
     await runtime.ledger.close()
