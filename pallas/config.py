@@ -34,6 +34,15 @@ _EXPECTED = {
 }
 
 
+# How long records are kept by default, in days (0: forever), and the bounds of every value,
+# in .env and in the console's `retention` section alike (docs/retention.md).
+RETENTION_DAYS = {"messages": 180, "events": 90, "model_calls": 90, "call_log": 30}
+RETENTION_MAX_DAYS = 3650
+# Start-up looks back a day for cut-off turns and ungated messages, and the gate's windows are
+# shorter still: a week is the least a store row may be kept.
+RETENTION_MIN_STORE_DAYS = 7
+
+
 class ConfigError(Exception):
     """A configuration value is missing or malformed; the message names the key."""
 
@@ -80,10 +89,18 @@ class Settings(BaseSettings):
     pallas_smtp_starttls: bool = True
     # How many days rows and files are kept; 0 keeps them forever. The defaults of the
     # console's `retention` section (docs/retention.md).
-    pallas_retention_messages_days: int = Field(default=180, ge=0, le=3650)
-    pallas_retention_events_days: int = Field(default=90, ge=0, le=3650)
-    pallas_retention_model_calls_days: int = Field(default=90, ge=0, le=3650)
-    pallas_retention_call_log_days: int = Field(default=30, ge=0, le=3650)
+    pallas_retention_messages_days: int = Field(
+        default=RETENTION_DAYS["messages"], ge=0, le=RETENTION_MAX_DAYS
+    )
+    pallas_retention_events_days: int = Field(
+        default=RETENTION_DAYS["events"], ge=0, le=RETENTION_MAX_DAYS
+    )
+    pallas_retention_model_calls_days: int = Field(
+        default=RETENTION_DAYS["model_calls"], ge=0, le=RETENTION_MAX_DAYS
+    )
+    pallas_retention_call_log_days: int = Field(
+        default=RETENTION_DAYS["call_log"], ge=0, le=RETENTION_MAX_DAYS
+    )
 
     @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
     @classmethod
@@ -106,8 +123,10 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _a_week_at_least(cls, value: int) -> int:
-        if 0 < value < 7:
-            raise ValueError("expected 0 (keep forever) or at least 7 days")
+        if 0 < value < RETENTION_MIN_STORE_DAYS:
+            raise ValueError(
+                f"expected 0 (keep forever) or at least {RETENTION_MIN_STORE_DAYS} days"
+            )
         return value
 
     @field_validator("pallas_trusted_proxies")

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from loguru import logger
 
+from pallas.config import RETENTION_DAYS
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.store.jobs import ClaimedJob
 from pallas.store.retention import BATCH_ROWS, Budget, Holds, Pass, RetentionStore
@@ -33,10 +34,10 @@ RETENTION_TIMEOUT_S = 240.0
 class RetentionPolicy:
     """Days each kind of record is kept; 0 keeps it forever."""
 
-    messages_days: int = 180
-    events_days: int = 90
-    model_calls_days: int = 90
-    call_log_days: int = 30
+    messages_days: int = RETENTION_DAYS["messages"]
+    events_days: int = RETENTION_DAYS["events"]
+    model_calls_days: int = RETENTION_DAYS["model_calls"]
+    call_log_days: int = RETENTION_DAYS["call_log"]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from functools import partial
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pallas.config import RETENTION_DAYS, RETENTION_MAX_DAYS, RETENTION_MIN_STORE_DAYS
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.retention import (
     RETENTION,
@@ -36,19 +37,17 @@ from pallas.store.settings_table import SettingsTable
 
 KEY = "retention"
 SCOPE = "global"
-MAX_DAYS = 3650
-# Start-up looks back a day for cut-off turns and ungated messages, and the gate's windows
-# are shorter still: a week is the least a store row may be kept.
-MIN_STORE_DAYS = 7
+MAX_DAYS = RETENTION_MAX_DAYS
+MIN_STORE_DAYS = RETENTION_MIN_STORE_DAYS  # why: pallas/config.py
 
 
 class RetentionKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    messages_days: int = Field(default=180, ge=0, le=MAX_DAYS)
-    events_days: int = Field(default=90, ge=0, le=MAX_DAYS)
-    model_calls_days: int = Field(default=90, ge=0, le=MAX_DAYS)
-    call_log_days: int = Field(default=30, ge=0, le=MAX_DAYS)
+    messages_days: int = Field(default=RETENTION_DAYS["messages"], ge=0, le=MAX_DAYS)
+    events_days: int = Field(default=RETENTION_DAYS["events"], ge=0, le=MAX_DAYS)
+    model_calls_days: int = Field(default=RETENTION_DAYS["model_calls"], ge=0, le=MAX_DAYS)
+    call_log_days: int = Field(default=RETENTION_DAYS["call_log"], ge=0, le=MAX_DAYS)
 
     @field_validator("messages_days", "events_days", "model_calls_days")
     @classmethod
