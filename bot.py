@@ -22,9 +22,6 @@ from pallas.store.preflight import prepare_store
 PLUGINS = (
     "packages.ingress",
     "packages.console",
-    "packages.repeater",
-    "packages.poke_back",
-    "packages.notices",
     "packages.memory",
     "packages.media",
     "packages.persona",
@@ -78,10 +75,10 @@ def serve(settings: Settings) -> None:
 def main(extra_plugins: Iterable[str] = ()) -> None:
     try:
         settings = load_settings()
-        init_bot(settings, extra_plugins)
+        runtime = init_bot(settings, extra_plugins)
         # Before the server binds: a store that cannot be used stops start-up here, with
         # nothing served and nothing half-migrated (docs/napcat.md, "When it will not start").
-        prepare_store(settings.database_url)
+        prepare_store(settings.database_url, runtime.extensions.migrations)
     except ConfigError as exc:  # .env keys and the providers file alike
         print(f"pallas: cannot start, {exc}", file=sys.stderr)
         sys.exit(2)

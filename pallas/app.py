@@ -48,7 +48,8 @@ from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_ker
 from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
-from pallas.product.deterministic.responders import ResponderDeps
+from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
+from pallas.product.extensions import CoreServices, Installed, enabled, install_all, targets
 from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
@@ -110,6 +111,11 @@ STAGE_ORDER = (
 )
 
 
+# The features the core installs through the seam, unless PALLAS_FEATURES_OFF names them
+# (docs/architecture.md, "Adding a feature"); memory, media and persona join as they move.
+BUILT_IN_FEATURES = (RESPONDERS,)
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -154,7 +160,7 @@ class Runtime:
     dispatcher: OutboxDispatcher
     outbox: OutboxStore
     sender: OutboxDelivery
-    responders: ResponderDeps
+    extensions: Installed  # the features that run, their tables and start/stop hooks
     commands: CommandStage
     jobs: Jobs
     lookups: PlatformLookups
@@ -268,16 +274,6 @@ class Runtime:
             clock=utc_now,
         )
         stages.register(commands)
-        responders = ResponderDeps(
-            engine=engine,
-            sender=delivery,
-            outbox=outbox,
-            action_ids=action_ids,
-            clock=utc_now,
-            data_dir=settings.pallas_data_dir,
-            names=outlet.nickname,
-            features=features,
-        )
         tools = build_tools(
             engine,
             settings.pallas_data_dir,
@@ -308,6 +304,16 @@ class Runtime:
         prune = RetentionParts(RetentionStore(engine, write_lock=lock), retention, table, call_log,
                                kept, utc_now)  # fmt: skip
         install_retention(prune, jobs, registry)
+        core = CoreServices(
+            engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
+            settings.pallas_data_dir, outlet.nickname, features, table, settings, jobs,
+        )  # fmt: skip
+        extensions = install_all(
+            enabled(BUILT_IN_FEATURES, settings),
+            core,
+            targets(stages, commands, jobs, registry),
+            BUILT_IN_FEATURES,
+        )
         return cls(
             settings=settings,
             engine=engine,
@@ -328,7 +334,7 @@ class Runtime:
             dispatcher=dispatcher,
             outbox=outbox,
             sender=delivery,
-            responders=responders,
+            extensions=extensions,
             commands=commands,
             jobs=jobs,
             lookups=PlatformLookups(ingress),
@@ -443,7 +449,7 @@ class Runtime:
         try:
             # `python bot.py` has migrated already (pallas/store/preflight.py): this finds the
             # store at its head, unless something changed it in between.
-            await upgrade_to_head(self.engine)
+            await upgrade_to_head(self.engine, self.extensions.migrations)
         except Exception as exc:
             url = self.engine.url.render_as_string(hide_password=False)
             logger.critical(explain(classify(exc, migrating=True), url, short_detail(exc)))
@@ -470,6 +476,7 @@ class Runtime:
         )
         self.turn_buffers.start()
         await self.jobs.start()
+        await self.extensions.lifespans.start()
         # Everything loaded so far lives for the whole run: keep it out of the collector's
         # full passes, which otherwise stall the event loop for tens of milliseconds.
         gc.collect()
@@ -479,6 +486,7 @@ class Runtime:
         _announce_model_chat(self.models.catalog)
 
     async def stop(self) -> None:
+        await self.extensions.lifespans.stop()
         await self.jobs.stop()
         await self.turn_buffers.stop()
         await self.runner.observers.drain()

@@ -31,6 +31,8 @@ _EXPECTED = {
     "NICKNAME": 'a JSON list of names such as ["牛牛"]',
     "PALLAS_BLOCKED_USERS": 'a JSON list of QQ ids such as ["12345"]',
     "PALLAS_TRUSTED_PROXIES": 'a JSON list of addresses or networks such as ["127.0.0.1"]',
+    "PALLAS_FEATURES_OFF": 'a JSON list of feature names such as ["responders"]',
+    "PALLAS_FEATURE_MODULES": 'a JSON list of module paths such as ["my_bot.my_feature"]',
 }
 
 
@@ -74,6 +76,10 @@ class Settings(BaseSettings):
     llm_model: str = ""
     pallas_providers_file: Path | None = None
     pallas_console_token: str = ""
+    # Features switched off process-wide, by name, and features added by module path
+    # (each exports an EXTENSION); docs/architecture.md, "Adding a feature".
+    pallas_features_off: list[str] = Field(default_factory=list)
+    pallas_feature_modules: list[str] = Field(default_factory=list)
     # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
     # networks); none by default, so a client is who its socket says (docs/security.md).
     pallas_trusted_proxies: list[str] = Field(default_factory=list)

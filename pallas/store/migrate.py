@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,26 +21,42 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0017"
 
 
-def alembic_config(connection: Connection | None = None) -> Config:
+@dataclass(frozen=True)
+class Migrations:
+    """A feature's own versions folder: a branch of the one history, based on a core
+    revision, whose revision ids are not all digits (those are the core's); its newest."""
+
+    folder: Path
+    head: str
+
+
+def alembic_config(
+    connection: Connection | None = None, branches: Sequence[Migrations] = ()
+) -> Config:
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    folders = [MIGRATIONS_DIR / "versions", *(b.folder for b in branches)]
+    cfg.set_main_option("path_separator", "os")
+    cfg.set_main_option("version_locations", os.pathsep.join(str(f) for f in folders))
     if connection is not None:
         cfg.attributes["connection"] = connection
     return cfg
 
 
-async def upgrade_to_head(engine: AsyncEngine) -> None:
-    """Bring the schema up to date; a failure propagates and stops start-up."""
+async def upgrade_to_head(engine: AsyncEngine, branches: Sequence[Migrations] = ()) -> None:
+    """Bring the schema (the core's and the features' tables) up to date; a failure
+    propagates and stops start-up."""
+    wanted = {HEAD_REVISION, *(b.head for b in branches)}
     async with engine.connect() as conn:
-        if await conn.run_sync(current_revision) == HEAD_REVISION:
-            return
+        if wanted <= await conn.run_sync(current_heads):
+            return  # a feature switched off keeps its tables, and its row here
     async with engine.connect() as conn:
-        await conn.run_sync(_upgrade_in_one_transaction)
+        await conn.run_sync(partial(_upgrade_in_one_transaction, branches=tuple(branches)))
 
 
-def _upgrade_in_one_transaction(connection: Connection) -> None:
+def _upgrade_in_one_transaction(connection: Connection, branches: Sequence[Migrations]) -> None:
     """All pending migrations commit together or not at all. PostgreSQL's DDL is
     transactional as it is; Python's sqlite3 opens no transaction before DDL, so on SQLite
     the connection begins one itself (and is given back as it was)."""
@@ -44,7 +64,7 @@ def _upgrade_in_one_transaction(connection: Connection) -> None:
 
     if connection.dialect.name != "sqlite":
         with connection.begin():
-            command.upgrade(alembic_config(connection), "head")
+            command.upgrade(alembic_config(connection, branches), "heads")
         return
     dbapi = connection.connection.dbapi_connection
     assert dbapi is not None
@@ -53,13 +73,19 @@ def _upgrade_in_one_transaction(connection: Connection) -> None:
     try:
         with connection.begin():
             connection.exec_driver_sql("BEGIN IMMEDIATE")
-            command.upgrade(alembic_config(connection), "head")
+            command.upgrade(alembic_config(connection, branches), "heads")
     finally:
         dbapi.isolation_level = level
 
 
-def current_revision(connection: Connection) -> str | None:
-    """The store's schema revision; None for a store Alembic never touched."""
+def current_heads(connection: Connection) -> set[str]:
+    """Every revision the store is at: the core's and one per feature with tables."""
     if not inspect(connection).has_table("alembic_version"):
-        return None
-    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return set()
+    return set(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The core schema's revision; None for a store Alembic never touched."""
+    core = [head for head in current_heads(connection) if head.isdigit()]
+    return max(core) if core else None

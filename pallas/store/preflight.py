@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
 from pallas.store.engine import create_engine
 from pallas.store.failures import StoreStartupError, classify, explain, short_detail
-from pallas.store.migrate import upgrade_to_head
+from pallas.store.migrate import Migrations, upgrade_to_head
 
 # How long the probe waits for another process's write lock (the bot's own busy timeout is
 # longer): a Pallas that is still running holds it far longer than this.
@@ -26,8 +27,9 @@ PROBE_FREE_BYTES = 1 << 20
 PROBE_FILE = ".pallas-space-probe"
 
 
-def prepare_store(url: str) -> None:
-    """Probe the store, then migrate it; any failure raises StoreStartupError."""
+def prepare_store(url: str, branches: Sequence[Migrations] = ()) -> None:
+    """Probe the store, then migrate it (with the features' own branches); any failure
+    raises StoreStartupError."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         try:
@@ -35,7 +37,7 @@ def prepare_store(url: str) -> None:
         except (OSError, sqlite3.Error) as exc:
             raise _startup_error(exc, url, migrating=False) from exc
     try:
-        asyncio.run(_migrate(url))
+        asyncio.run(_migrate(url, branches))
     except Exception as exc:
         raise _startup_error(exc, url, migrating=True) from exc
 
@@ -73,9 +75,9 @@ def _probe_free_space(folder: Path) -> None:
         probe.unlink(missing_ok=True)
 
 
-async def _migrate(url: str) -> None:
+async def _migrate(url: str, branches: Sequence[Migrations]) -> None:
     engine = create_engine(url)
     try:
-        await upgrade_to_head(engine)
+        await upgrade_to_head(engine, branches)
     finally:
         await engine.dispose()

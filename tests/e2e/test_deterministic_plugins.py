@@ -1,6 +1,6 @@
 """End to end: repeat, poke back and notices in the real bot, over a real WebSocket and database.
 
-Needs "packages.repeater", "packages.poke_back" and "packages.notices" in bot.py's PLUGINS.
+They are the built-in `responders` feature (on unless PALLAS_FEATURES_OFF names it).
 """
 
 from __future__ import annotations

@@ -9,7 +9,13 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import OperationalError
 
 from pallas.store.engine import create_engine
-from pallas.store.migrate import HEAD_REVISION, upgrade_to_head
+from pallas.store.migrate import (
+    HEAD_REVISION,
+    Migrations,
+    current_heads,
+    current_revision,
+    upgrade_to_head,
+)
 from pallas.store.models import Base
 
 
@@ -89,3 +95,29 @@ async def test_a_migration_that_fails_leaves_the_schema_as_it_was(tmp_path: Path
     await engine.dispose()
     assert tables == {"setting"}
     assert isolation == ""  # the connection went back to the pool as the driver made it
+
+
+# The example feature's own versions folder (tests/support/example_feature); its module is
+# not imported here, so its table never joins this process's metadata.
+EXAMPLE = Migrations(
+    Path(__file__).resolve().parents[1] / "support" / "example_feature" / "migrations",
+    "example_0001",
+)
+
+
+async def test_a_features_branch_is_migrated_beside_the_core(store_url: str) -> None:
+    engine = create_engine(store_url)
+    try:
+        await upgrade_to_head(engine, [EXAMPLE])
+        await upgrade_to_head(engine, [EXAMPLE])  # at its head: nothing runs
+        async with engine.connect() as conn:
+            heads = await conn.run_sync(current_heads)
+            core = await conn.run_sync(current_revision)
+            tables = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+        assert heads == {HEAD_REVISION, "example_0001"} and core == HEAD_REVISION
+        assert "example_mention" in tables
+        await upgrade_to_head(engine)  # the feature switched off: its row and table wait
+        async with engine.connect() as conn:
+            assert await conn.run_sync(current_heads) == {HEAD_REVISION, "example_0001"}
+    finally:
+        await engine.dispose()

@@ -83,8 +83,12 @@ class StageList:
         """The names of the stages that run, in the order they run."""
         return tuple(stage.name for stage in self.stages)
 
-    def register(self, stage: Stage) -> None:
-        """Put a stage into its declared slot (a plugin package does this when loaded)."""
+    def register(self, stage: Stage, *, before: str | None = None) -> None:
+        """Put a stage into its declared slot; a feature's own stage (one the core's order
+        does not name) gets a slot just before the stage `before` names."""
+        if stage.name not in self._order and before in self._order:
+            at = self._order.index(before)
+            self._order = (*self._order[:at], stage.name, *self._order[at:])
         if stage.name not in self._order:
             raise ValueError(f"stage {stage.name!r} has no slot; the order is {self._order}")
         if stage.name in self._by_name:

@@ -1,0 +1,206 @@
+"""The feature seam: a feature is one folder exporting one `Extension`, which plugs into the
+core through `Plugs` and nothing else (docs/architecture.md, "Adding a feature").
+
+  EXTENSION = Extension(name="example", install=install, migrations=Migrations(folder, "ex_0001"))
+
+  def install(plugs: Plugs) -> None:
+      plugs.add_stage(MyStage(plugs.core), before="gate")
+      plugs.add_command(MyCommand(...), Audience.MEMBER)
+      plugs.add_job("example.work", handler)
+      plugs.add_section(my_section(plugs.core.settings_table))
+      plugs.add_lifespan(start, stop)
+
+`Feature` is already the word for a per-group switch (product/settings/features.py); the
+seam's object is an *extension*. Which extensions run is process-wide configuration:
+PALLAS_FEATURES_OFF switches built-in ones off by name, PALLAS_FEATURE_MODULES adds others by
+module path (docs/architecture.md). Every verb is `add_*`; nothing a feature registers is a
+list it appends to itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.config import ConfigError, Settings
+from pallas.product.conversation.commands import Audience, Command, CommandStage
+from pallas.product.conversation.delivery.contract import Sender
+from pallas.product.conversation.jobs.periodic import PeriodicJob
+from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.jobs.worker import JobHandler
+from pallas.product.conversation.stages import Stage, StageList
+from pallas.product.settings.features import FeatureGate
+from pallas.product.settings.registry import Section, SettingsRegistry
+from pallas.store.ledger import LedgerWriter
+from pallas.store.migrate import Migrations
+from pallas.store.outbox import OutboxStore
+from pallas.store.settings_table import SettingsTable
+
+Model = TypeVar("Model", bound=BaseModel)
+Hook = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Extension:
+    name: str  # snake_case; what PALLAS_FEATURES_OFF names
+    install: Callable[[Plugs], None]
+    summary: str = ""  # one line for the docs and the doctor
+    migrations: Migrations | None = None
+
+
+@dataclass(frozen=True)
+class CoreServices:
+    """What a feature may use of the core (its ports): the store, the one way out, the
+    audit trail, the clock, and the settings it reads."""
+
+    engine: AsyncEngine
+    write_lock: Any  # asyncio.Lock: SQLite's one writer at a time
+    ledger: LedgerWriter
+    sender: Sender
+    outbox: OutboxStore
+    action_ids: Callable[[], int]
+    clock: Callable[[], datetime]
+    data_dir: Path
+    names: Callable[[str, str], Awaitable[str | None]]  # a member's name on the platform
+    features: FeatureGate
+    settings_table: SettingsTable
+    settings: Settings
+    jobs: Jobs
+
+
+@dataclass
+class _Targets:
+    """The core registries the verbs reach."""
+
+    stages: StageList
+    commands: CommandStage
+    jobs: Jobs
+    registry: SettingsRegistry
+
+
+@dataclass
+class Plugs:
+    """The one registry a feature's `install` is given."""
+
+    core: CoreServices
+    _targets: _Targets
+    _hooks: list[tuple[str, Hook, Hook]] = field(default_factory=list)
+
+    def add_stage(self, stage: Stage, *, before: str | None = None) -> None:
+        """A stage in the core's order; a feature's own stage names the one it precedes."""
+        self._targets.stages.register(stage, before=before)
+
+    def add_command(
+        self, command: Command, audience: Audience = Audience.OWNER, aliases: Sequence[str] = ()
+    ) -> None:
+        self._targets.commands.register(command, audience, aliases)
+
+    def add_job(self, kind: str, handler: JobHandler, *, timeout_s: float | None = None) -> None:
+        self._targets.jobs.handle(kind, handler, timeout_s=timeout_s)
+
+    def add_periodic_job(self, job: PeriodicJob) -> None:
+        self._targets.jobs.every(job)
+
+    def add_section(self, section: Section) -> None:
+        self._targets.registry.register(section)
+
+    def add_lifespan(self, start: Hook, stop: Hook, *, name: str = "") -> None:
+        """Run `start` once the core is up; `stop` before it goes down (last in, first out)."""
+        self._hooks.append((name, start, stop))
+
+    def settings_of(
+        self, section: Section, model: type[Model]
+    ) -> Callable[[str], Awaitable[Model]]:
+        """A reader of the section's current values for a scope: a running part asks it
+        where it acts, so a change from the console reaches it with nothing set on it."""
+        registry = self._targets.registry
+
+        async def current(scope_id: str) -> Model:
+            read = await registry.read(section.key, scope_id)
+            return model(**read.values())
+
+        return current
+
+
+class Lifespans:
+    """The features' start/stop pairs on one AsyncExitStack."""
+
+    def __init__(self, hooks: Iterable[tuple[str, Hook, Hook]]) -> None:
+        self._hooks = list(hooks)
+        self._stack = AsyncExitStack()
+
+    async def start(self) -> None:
+        for _, start, stop in self._hooks:
+            await start()
+            self._stack.push_async_callback(stop)
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+
+@dataclass(frozen=True)
+class Installed:
+    names: tuple[str, ...]
+    migrations: tuple[Migrations, ...]
+    lifespans: Lifespans
+
+
+def load_extension(path: str) -> Extension:
+    """`EXTENSION` of the module at `path` (PALLAS_FEATURE_MODULES)."""
+    try:
+        module = importlib.import_module(path)
+    except ImportError as exc:
+        raise ConfigError(f"PALLAS_FEATURE_MODULES: cannot import {path} ({exc})") from None
+    found = getattr(module, "EXTENSION", None)
+    if not isinstance(found, Extension):
+        raise ConfigError(f"PALLAS_FEATURE_MODULES: {path} exports no EXTENSION")
+    return found
+
+
+def enabled(built_in: Sequence[Extension], settings: Settings) -> list[Extension]:
+    """The built-in extensions not switched off, then the configured modules'."""
+    off = set(settings.pallas_features_off)
+    unknown = off - {e.name for e in built_in}
+    if unknown:
+        known = ", ".join(e.name for e in built_in)
+        raise ConfigError(f"PALLAS_FEATURES_OFF: no feature {sorted(unknown)} (there are {known})")
+    chosen = [e for e in built_in if e.name not in off]
+    chosen += [load_extension(path) for path in settings.pallas_feature_modules]
+    names = [e.name for e in chosen]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"PALLAS_FEATURE_MODULES: a feature is installed twice ({names})")
+    return chosen
+
+
+def install_all(
+    extensions: Sequence[Extension],
+    core: CoreServices,
+    targets: _Targets,
+    built_in: Sequence[Extension] = (),
+) -> Installed:
+    """Install each extension; the schema kept up to date is every built-in feature's, on or
+    off (a switched-off feature's tables wait for it, and its revision stays known), and
+    every installed one's."""
+    plugs = Plugs(core, targets)
+    for extension in extensions:
+        extension.install(plugs)
+    schema = {e.name: e.migrations for e in (*built_in, *extensions) if e.migrations is not None}
+    return Installed(
+        names=tuple(e.name for e in extensions),
+        migrations=tuple(schema.values()),
+        lifespans=Lifespans(plugs._hooks),
+    )
+
+
+def targets(
+    stages: StageList, commands: CommandStage, jobs: Jobs, registry: SettingsRegistry
+) -> _Targets:
+    return _Targets(stages, commands, jobs, registry)
