@@ -149,7 +149,6 @@ class Runtime:
     stages: StageList
     turn_buffers: TurnBuffers
     proactive: ProactiveTurns  # turns the bot starts itself, through the same runner
-    admission: Admission
     runner: RunnerDeps
     policies: PolicyBook
     kernel: KernelConfig
@@ -323,7 +322,6 @@ class Runtime:
             stages=stages,
             turn_buffers=turn_buffers,
             proactive=ProactiveTurns(engine, turn_buffers, runner),
-            admission=admission,
             runner=runner,
             policies=policies,
             kernel=kernel,

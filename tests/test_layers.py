@@ -119,3 +119,24 @@ def test_no_plugin_package_sends_to_the_platform_itself() -> None:
             if isinstance(node, ast.Attribute) and node.attr in SENDING_NAMES:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} uses .{node.attr}")
     assert offenders == []
+
+
+# Features on the seam (docs/architecture.md, "Adding a feature"), and the one module that
+# lists them. Each grows as a feature moves onto the seam.
+SEAM_FEATURES = ("pallas.product.deterministic",)
+FEATURE_LIST = "pallas.app"
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_a_feature_is_imported_only_by_itself_and_the_feature_list() -> None:
+    violations = []
+    for path in sources():
+        own = module_name(path)
+        for name in imported(ast.parse(path.read_text(encoding="utf-8"))):
+            for feature in SEAM_FEATURES:
+                if _inside(name, feature) and not (_inside(own, feature) or own == FEATURE_LIST):
+                    violations.append(f"{own} imports {name}")
+    assert violations == []
