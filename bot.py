@@ -11,18 +11,18 @@ import nonebot.log
 from loguru import logger
 
 from packages._runtime import install_runtime
-from pallas.app import Runtime
+from pallas.app import BUILT_IN_FEATURES, Runtime
 from pallas.config import ConfigError, Settings, load_settings
 from pallas.logs import install_log_guard
 from pallas.platform.http_server import server_options
 from pallas.platform.onebot.adapter import PallasOneBotAdapter
+from pallas.product.extensions import enabled
 from pallas.store.failures import StoreFailure, StoreStartupError
 from pallas.store.preflight import prepare_store
 
 PLUGINS = (
     "packages.ingress",
     "packages.console",
-    "packages.memory",
     "packages.media",
     "packages.persona",
 )
@@ -43,7 +43,7 @@ def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:
     _log_at_configured_level()
     driver = nonebot.get_driver()
     driver.register_adapter(PallasOneBotAdapter)
-    runtime = Runtime.build(settings)
+    runtime = Runtime.build(settings, features=enabled(BUILT_IN_FEATURES, settings))
     install_runtime(runtime)
     driver.on_startup(runtime.start)
     driver.on_shutdown(runtime.stop)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -49,16 +49,16 @@ from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_tu
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
-from pallas.product.extensions import CoreServices, Installed, enabled, install_all, targets
+from pallas.product.extensions import CoreServices, Extension, Installed, Targets, install_all
 from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
+from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import MediaHost
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
-from pallas.product.memory.extraction_tools import ExtractionTool
-from pallas.product.memory.feature import MemoryHost
+from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import PersonaHost
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
@@ -113,7 +113,7 @@ STAGE_ORDER = (
 
 # The features the core installs through the seam, unless PALLAS_FEATURES_OFF names them
 # (docs/architecture.md, "Adding a feature"); memory, media and persona join as they move.
-BUILT_IN_FEATURES = (RESPONDERS,)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY)
 
 
 def utc_now() -> datetime:
@@ -202,7 +202,10 @@ class Runtime:
         settings: Settings,
         kernel: KernelConfig | None = None,
         handler: TurnHandler | None = None,
+        features: Sequence[Extension] = (),
     ) -> Runtime:
+        """The core, with `features` installed through the seam (bot.py passes the enabled
+        ones; a test passes what it exercises)."""
         kernel = kernel or KernelConfig()
         engine = create_engine(settings.database_url)
         # One writer at a time on SQLite; PostgreSQL writers may overlap.
@@ -222,12 +225,13 @@ class Runtime:
         agent_config = load_agent_config()
         voice = BotVoiceStore(engine, write_lock=lock)
         table = SettingsTable(engine, write_lock=lock)
-        features = FeatureGate(table)
+        feature_gate = FeatureGate(table)
         context_sources: list[ContextSource] = []
         preparers: list[TurnPreparer] = []
         reply_forms: list[ReplyForm] = []
         persona_sources: list[PersonaSource] = []
         listeners: list[IntentListener] = []
+        extraction_tools: list[ExtractionTool] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -305,14 +309,12 @@ class Runtime:
         install_retention(prune, jobs, registry)
         core = CoreServices(
             engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
-            settings.pallas_data_dir, outlet.nickname, features, table, settings, jobs,
+            settings.pallas_data_dir, outlet.nickname, feature_gate, table, settings, jobs,
+            models, agent_config, frozenset(settings.superusers), extraction_tools,
         )  # fmt: skip
-        extensions = install_all(
-            enabled(BUILT_IN_FEATURES, settings),
-            core,
-            targets(stages, commands, jobs, registry),
-            BUILT_IN_FEATURES,
-        )
+        plugged = Targets(stages, commands, jobs, registry, runner.observers, context_sources,
+                          tools.book.registry, retention, extraction_tools)  # fmt: skip
+        extensions = install_all(features, core, plugged, BUILT_IN_FEATURES)
         return cls(
             settings=settings,
             engine=engine,
@@ -345,37 +347,19 @@ class Runtime:
             reply_forms=reply_forms,
             persona_sources=persona_sources,
             intent_listeners=listeners,
+            extraction_tools=extraction_tools,
             sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=registry,
             settings_table=table,
-            features=features,
+            features=feature_gate,
             outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
             retention=retention,
-        )
-
-    def memory_host(self) -> MemoryHost:
-        """What the memory feature plugs into (packages/memory, docs/memory.md)."""
-        return MemoryHost(
-            engine=self.engine,
-            store=self.memory,
-            models=self.models,
-            jobs=self.jobs,
-            observers=self.runner.observers,
-            sources=self.context_sources,
-            registry=self.tools.book.registry,
-            clock=self.runner.clock,
-            superusers=frozenset(self.settings.superusers),
-            extraction_tools=self.extraction_tools,
-            features=self.features,
-            settings=self.settings_registry,
-            settings_table=self.settings_table,
-            retention=self.retention,
         )
 
     def media_host(self, client: httpx.AsyncClient) -> MediaHost:

@@ -36,12 +36,20 @@ from pallas.product.conversation.delivery.contract import Sender
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler
+from pallas.product.conversation.retention import RetentionHolders
 from pallas.product.conversation.stages import Stage, StageList
+from pallas.product.conversation.turns.observers import TurnObserver, TurnObservers
+from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.assembler.context import ContextSource
+from pallas.product.llm.tools.extraction_tools import ExtractionTool
+from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import Section, SettingsRegistry
+from pallas.providers.manager import ModelManager
 from pallas.store.ledger import LedgerWriter
 from pallas.store.migrate import Migrations
 from pallas.store.outbox import OutboxStore
+from pallas.store.retention import Holds
 from pallas.store.settings_table import SettingsTable
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -74,6 +82,11 @@ class CoreServices:
     settings_table: SettingsTable
     settings: Settings
     jobs: Jobs
+    models: ModelManager
+    agent_config: AgentConfig
+    superusers: frozenset[str]
+    # Tools other features offer in memory's extraction call (read when it runs).
+    extraction_tools: Sequence[ExtractionTool] = ()
 
 
 @dataclass
@@ -84,6 +97,11 @@ class _Targets:
     commands: CommandStage
     jobs: Jobs
     registry: SettingsRegistry
+    observers: TurnObservers
+    sources: list[ContextSource]
+    tools: ToolRegistry
+    retention: RetentionHolders
+    extraction_tools: list[ExtractionTool]
 
 
 @dataclass
@@ -111,6 +129,26 @@ class Plugs:
 
     def add_section(self, section: Section) -> None:
         self._targets.registry.register(section)
+
+    def add_observer(self, observer: TurnObserver) -> None:
+        """Told after each turn, off the turn's path (enqueue durable work there)."""
+        self._targets.observers.register(observer)
+
+    def add_context_source(self, source: ContextSource) -> None:
+        """A block of a turn's context, read every turn (no model calls)."""
+        self._targets.sources.append(source)
+
+    def add_tool_plugin(self, plugin: FunctionPlugin) -> None:
+        """Model tools, offered in turns (switchable on the console's tools page)."""
+        self._targets.tools.register_plugin(plugin)
+
+    def add_extraction_tool(self, tool: ExtractionTool) -> None:
+        """A tool of memory's after-turn extraction call (persona's relation notes)."""
+        self._targets.extraction_tools.append(tool)
+
+    def add_retention_hold(self, name: str, holds: Callable[[], Awaitable[Holds]]) -> None:
+        """Rows the feature still needs, which the hourly clean-up keeps (docs/retention.md)."""
+        self._targets.retention.hold(name, holds)
 
     def add_lifespan(self, start: Hook, stop: Hook, *, name: str = "") -> None:
         """Run `start` once the core is up; `stop` before it goes down (last in, first out)."""
@@ -200,7 +238,4 @@ def install_all(
     )
 
 
-def targets(
-    stages: StageList, commands: CommandStage, jobs: Jobs, registry: SettingsRegistry
-) -> _Targets:
-    return _Targets(stages, commands, jobs, registry)
+Targets = _Targets

@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
@@ -83,6 +84,11 @@ async def test_a_feature_plugged_through_the_seam_runs_end_to_end(
         "SELECT COUNT(*) FROM event WHERE kind = 'gate_passed' OR kind = 'gate_dropped'"
     )
     assert stages >= 2  # the gate still saw every line after the feature's stage
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=bearer) as http:
+        sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}
+        tools = {t["name"] for t in (await http.get("/pallas/api/tools")).json()}
+    assert {"example", "memory"} <= sections and "memory" in tools  # the built-ins are on
 
 
 async def test_its_table_and_branch_survive_a_restart(bot: BotProcess) -> None:
@@ -96,10 +102,10 @@ async def test_its_table_and_branch_survive_a_restart(bot: BotProcess) -> None:
     assert "example_0001" in heads and any(head.isdigit() for head in heads)
 
 
-async def test_a_built_in_feature_switched_off_leaves_the_bot_recording_and_answering(
+async def test_built_in_features_switched_off_leave_the_bot_recording_and_answering(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    env = {"PALLAS_FEATURES_OFF": '["responders"]'}
+    env = {"PALLAS_FEATURES_OFF": '["responders", "memory"]', "PALLAS_CONSOLE_TOKEN": TOKEN}
     process = BotProcess(tmp_path_factory.mktemp("off"), token=ACCESS_TOKEN, env=env)
     process.start()
     napcat = FakeNapCat(process.ws_url, SELF_ID + 1, ACCESS_TOKEN)
@@ -112,8 +118,14 @@ async def test_a_built_in_feature_switched_off_leaves_the_bot_recording_and_answ
             await say(napcat, timeline, user, "冲冲冲")
         await say(napcat, timeline, 3, "/帮助")
         await wait_for(lambda: any("帮助" in t or "/" in t for t in answers(napcat)), what="help")
-        assert "冲冲冲" not in answers(napcat)
+        assert "冲冲冲" not in answers(napcat)  # no repeater
         assert timeline.scalar("SELECT COUNT(*) FROM message WHERE text = '冲冲冲'") == 2
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(base_url=process.http_url, headers=bearer) as http:
+            sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}
+            tools = {t["name"] for t in (await http.get("/pallas/api/tools")).json()}
+        assert "memory" not in sections and "gate" in sections  # no memory, the core's there
+        assert "memory" not in tools
     finally:
         await napcat.close()
         process.stop()

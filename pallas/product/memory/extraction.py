@@ -24,11 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.terms import index_terms, overlap
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
+from pallas.product.llm.tools.extraction_tools import ExtractionTool, take_calls, tool_named
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
-from pallas.product.memory.extraction_tools import ExtractionTool, take_calls, tool_named
 from pallas.product.memory.guard import Teaching, judge_teaching
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager

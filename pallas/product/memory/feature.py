@@ -1,22 +1,19 @@
-"""Plugging memory into the core: the extraction job and its after-turn observer, the nightly
-decay, the recall sources and the memory tools (docs/memory.md)."""
+"""Memory as a feature on the seam: the extraction job and its after-turn observer, the
+nightly decay, the recall sources, the memory tools and section, what retention must keep
+(docs/memory.md). Off with PALLAS_FEATURES_OFF=["memory"], or `memory: {enabled: false}` in
+config/agent.yml; what was stored stays."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 
 from loguru import logger
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.conversation.jobs.registry import Jobs
-from pallas.product.conversation.retention import RetentionHolders
-from pallas.product.conversation.turns.observers import TurnEnded, TurnObserver, TurnObservers
+from pallas.product.conversation.turns.observers import TurnEnded, TurnObserver
 from pallas.product.conversation.turns.turn import Turn
+from pallas.product.extensions import Extension, Plugs
 from pallas.product.llm.assembler.context import ContextBlock, ContextSource
-from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
+from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.decay import DECAY, DECAY_KIND, run_decay
 from pallas.product.memory.embedding import Embedder
@@ -27,74 +24,65 @@ from pallas.product.memory.extraction import (
     extraction_model_type,
     run_extraction,
 )
-from pallas.product.memory.extraction_tools import ExtractionTool
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.settings import MemoryParts, memory_section
 from pallas.product.memory.tools import memory_tools
 from pallas.product.settings.features import Feature, FeatureGate
-from pallas.product.settings.registry import SettingsRegistry
-from pallas.providers.manager import ModelManager
 from pallas.store.memory import MemoryStore
 from pallas.store.retention import memory_holds
-from pallas.store.settings_table import SettingsTable
 
 EXTRACTION_TIMEOUT_S = 120.0
 
 
-@dataclass
-class MemoryHost:
-    """What memory plugs into."""
-
-    engine: AsyncEngine
-    store: MemoryStore
-    models: ModelManager
-    jobs: Jobs
-    observers: TurnObservers
-    sources: list[ContextSource]
-    registry: ToolRegistry
-    clock: Callable[[], datetime]
-    settings: SettingsRegistry  # where the `memory` section is registered
-    settings_table: SettingsTable
-    superusers: frozenset[str] = frozenset()
-    # Features' tools in the extraction call (persona's relation notes); a shared list.
-    extraction_tools: list[ExtractionTool] = field(default_factory=list)
-    features: FeatureGate | None = None  # each group's switch: memory on or off there
-    retention: RetentionHolders | None = None  # told what memory holds (its evidence)
+def memory_extension(config: MemoryConfig | None = None) -> Extension:
+    """Memory as a feature; `config` stands in for the agent file's `memory:` (tests)."""
+    return Extension(
+        name="memory",
+        install=partial(install_memory, config=config),
+        summary="记住群友说过的自己的事和群里的规矩，按需想起来，说错了能改",
+    )
 
 
-def install_memory(host: MemoryHost, config: MemoryConfig) -> None:
-    embedder = Embedder(host.models, host.store, host.engine, config.embedding_timeout_s)
+def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
+    core = plugs.core
+    config = config or core.agent_config.memory
+    if not config.enabled:
+        logger.info("memory is off (memory.enabled is false in config/agent.yml)")
+        return
+    store = MemoryStore(core.engine, write_lock=core.write_lock)
+    embedder = Embedder(core.models, store, core.engine, config.embedding_timeout_s)
     deps = ExtractionDeps(
-        engine=host.engine,
-        store=host.store,
-        models=host.models,
+        engine=core.engine,
+        store=store,
+        models=core.models,
         config=config,
-        clock=host.clock,
-        superusers=host.superusers,
+        clock=core.clock,
+        superusers=core.superusers,
         embedder=embedder,
-        tools=host.extraction_tools,
+        tools=core.extraction_tools,
     )
-    host.jobs.handle(
-        EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S
-    )
-    host.jobs.handle(DECAY_KIND, partial(run_decay, store=host.store, clock=host.clock))
-    host.jobs.every(DECAY)
-    if host.retention is not None:
-        host.retention.hold("memory", partial(memory_holds, host.engine))
+    plugs.add_job(EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S)
+    plugs.add_job(DECAY_KIND, partial(run_decay, store=store, clock=core.clock))
+    plugs.add_periodic_job(DECAY)
+    plugs.add_retention_hold("memory", partial(memory_holds, core.engine))
     observer = None
-    if extraction_model_type(host.models) is not None:
-        observer = MemoryObserver(host.jobs, config)
-        host.observers.register(_observer(observer, host.features))
+    if extraction_model_type(core.models) is not None:
+        observer = MemoryObserver(core.jobs, config)
+        plugs.add_observer(_SwitchedObserver(observer, core.features))
     else:  # recall of what is stored still runs; nothing new is extracted
         logger.info("memory: no model that can call tools is registered; nothing is extracted")
-    recall = MemoryRecall(host.engine, config, host.clock, embedder)
-    behavior = BehaviorGuidance(host.store, config)
-    host.sources.extend([_source(recall, host.features), _source(behavior, host.features)])
+    recall = MemoryRecall(core.engine, config, core.clock, embedder)
+    behavior = BehaviorGuidance(store, config)
+    plugs.add_context_source(_SwitchedSource(recall, core.features))
+    plugs.add_context_source(_SwitchedSource(behavior, core.features))
     parts = MemoryParts(deps, observer, recall, behavior, embedder)
-    host.settings.register(memory_section(host.settings_table, config, parts))
-    host.registry.register_plugin(
-        FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(host.store))
+    plugs.add_section(memory_section(core.settings_table, config, parts))
+    plugs.add_tool_plugin(
+        FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(store))
     )
+
+
+EXTENSION = memory_extension()
 
 
 class _SwitchedSource:
@@ -122,11 +110,3 @@ class _SwitchedObserver:
     async def turn_ended(self, ended: TurnEnded) -> None:
         if await self._features.allows(ended.stream_id, Feature.MEMORY):
             await self._observer.turn_ended(ended)
-
-
-def _source(source: ContextSource, features: FeatureGate | None) -> ContextSource:
-    return source if features is None else _SwitchedSource(source, features)
-
-
-def _observer(observer: TurnObserver, features: FeatureGate | None) -> TurnObserver:
-    return observer if features is None else _SwitchedObserver(observer, features)

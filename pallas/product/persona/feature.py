@@ -25,7 +25,7 @@ from pallas.product.conversation.turns.observers import TurnObservers
 from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.llm.agent.reply_forms import IntentListener
 from pallas.product.llm.assembler.context import ContextSource, Persona, PersonaSource
-from pallas.product.memory.extraction_tools import ExtractionTool
+from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.persona.commands import (
     BlacklistCommand,
     FavorCommand,

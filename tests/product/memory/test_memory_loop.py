@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from pallas.app import Runtime
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.extraction import EXTRACT_KIND
-from pallas.product.memory.feature import install_memory
+from pallas.product.memory.feature import memory_extension
 from pallas.store.memory import MemoryStatus
 from pallas.store.models import Job
 from tests.product.llm.agent.harness import (
@@ -44,8 +44,7 @@ def remember(message_id: int, text: str, about: str | None = MING, kind: str = "
     )
 
 
-def with_memory(runtime: Runtime) -> None:
-    install_memory(runtime.memory_host(), MemoryConfig(extraction_delay_s=0))
+MEMORY = memory_extension(MemoryConfig(extraction_delay_s=0))
 
 
 @pytest.fixture
@@ -56,7 +55,7 @@ async def runtime(
         tmp_path,
         store_url,
         outlet=outlet,
-        before_start=with_memory,
+        features=[MEMORY],
         llm_base_url=model_server.base_url,
         llm_model=MODEL,
     )

@@ -24,6 +24,7 @@ from pallas.core.inbound import InboundMessage, Segment, StreamKey
 from pallas.platform.onebot.send import own_message, utc_now
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.extensions import Extension
 from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.store.models import Event
@@ -93,13 +94,16 @@ async def start_agent(
     outlet: RecordingOutlet,
     config: AgentConfig | None = None,
     before_start: Callable[[Runtime], None] | None = None,
+    features: Sequence[Extension] = (),
     **settings: object,
 ) -> Runtime:
     overrides: dict[str, object] = {"pallas_providers_file": "", **settings}
     loaded = load_settings(
         env_file=None, pallas_data_dir=tmp_path, pallas_database_url=store_url, **overrides
     )
-    runtime = Runtime.build(loaded, kernel=KernelConfig(delivery=FAST), handler=_Placeholder())
+    runtime = Runtime.build(
+        loaded, kernel=KernelConfig(delivery=FAST), handler=_Placeholder(), features=features
+    )
     outlet.runtime = runtime
     # The dispatcher sends through the recording outlet instead of NapCat.
     runtime.dispatcher = OutboxDispatcher(runtime.outbox, outlet, runtime.ledger, FAST, utc_now)

@@ -1,5 +1,6 @@
-"""Tools features add to the extraction call (persona: relation notes), beside
-`memory.remember`. The call runs anyway after a turn; a feature's tool costs a few tokens of
+"""Tools features add to memory's extraction call (persona: relation notes), beside
+`memory.remember`: a port of the core between the feature that makes the call and those that
+offer tools in it. The call runs anyway after a turn; a feature's tool costs a few tokens of
 schema, never a call of its own. Each tool judges its own calls by deterministic rules."""
 
 from __future__ import annotations
