@@ -28,8 +28,8 @@ process. A `Runtime` is built on a fresh temporary data dir the way `bot.py` bui
 (`Runtime.build`, then `start`), with a turn handler that does nothing (no agent, no model), the
 gate's ambient lottery off (probability 0: a turn's cost would land on whichever kind drew it;
 the `turns` column shows none ran), and what the plugin packages add to the stage list: the
-responders' stages (`repeat`, `poke_back`, `notices`) and media, installed with
-`install_media(runtime.media_host(client), config)` exactly as `packages/media` does (the
+responders' stages (`repeat`, `poke_back`, `notices`) and media, installed through the feature
+seam exactly as `bot.py` installs them (the
 `media` stage and the real `media.fetch` handler among the rest). Everything `start` does runs
 except the job worker: `Jobs.start` is replaced by a no-op on this runtime, so the `media.fetch`
 jobs the media stage enqueues are committed and never run, and nothing is downloaded (the URLs
@@ -82,7 +82,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import httpx  # noqa: E402
 from nonebot.adapters.onebot.v11 import Event  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
@@ -99,12 +98,8 @@ from pallas.platform.onebot.translate import translate_event  # noqa: E402
 from pallas.product.conversation.gate.policy import GatePolicy  # noqa: E402
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage  # noqa: E402
 from pallas.product.conversation.turns.turn import NoTurnHandler  # noqa: E402
-from pallas.product.deterministic.responders import (  # noqa: E402
-    NoticeStage,
-    PokeBackStage,
-    RepeatStage,
-)
-from pallas.product.media.feature import install_media  # noqa: E402
+from pallas.product.deterministic.extension import EXTENSION as RESPONDERS  # noqa: E402
+from pallas.product.media.feature import EXTENSION as MEDIA  # noqa: E402
 from pallas.product.media.fetching import FETCH_KIND, MediaStage  # noqa: E402
 from pallas.product.media.sticker_habit import CURSOR, MAX_STEPS, SETTLE, STEP  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
@@ -614,7 +609,6 @@ async def worker_not_started() -> None:
 class Rig:
     runtime: Runtime
     media: MediaSwitch
-    client: httpx.AsyncClient
     handler: CountingHandler
 
 
@@ -625,7 +619,7 @@ def build_runtime(data_dir: Path, handler: CountingHandler) -> Runtime:
     )
     # No ambient lottery: a turn's cost would land on whichever kind happened to draw it.
     kernel = KernelConfig(gate=GatePolicy(ambient_probability=0.0))
-    return Runtime.build(settings, kernel, handler)
+    return Runtime.build(settings, kernel, handler, features=(RESPONDERS, MEDIA))
 
 
 def media_stage(runtime: Runtime) -> MediaStage:
@@ -640,13 +634,8 @@ def build_rig(data_dir: Path) -> Rig:
     responders' stages, and media installed exactly as packages/media installs it."""
     handler = CountingHandler()
     runtime = build_runtime(data_dir, handler)
-    responders = runtime.responders
-    for stage in (RepeatStage(responders), PokeBackStage(responders), NoticeStage(responders)):
-        runtime.stages.register(stage)
-    client = httpx.AsyncClient()
-    install_media(runtime.media_host(client), runtime.agent_config.media)
     runtime.jobs.start = worker_not_started  # type: ignore[method-assign]
-    return Rig(runtime, MediaSwitch(media_stage(runtime)), client, handler)
+    return Rig(runtime, MediaSwitch(media_stage(runtime)), handler)
 
 
 async def settle(rig: Rig) -> None:
@@ -739,8 +728,7 @@ async def run_ingress(data_dir: Path, count: int) -> IngressResult:
         jobs = await job_counts(rig)
         order = tuple(rig.runtime.stages.order)
     finally:
-        await rig.runtime.stop()
-        await rig.client.aclose()
+        await rig.runtime.stop()  # media's lifespan closes its HTTP client
     return IngressResult(blocks, warm, jobs, order)
 
 

@@ -44,11 +44,7 @@ from pallas.core.inbound import (  # noqa: E402
 )
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage  # noqa: E402
 from pallas.product.conversation.stages import StageList  # noqa: E402
-from pallas.product.deterministic.responders import (  # noqa: E402
-    NoticeStage,
-    PokeBackStage,
-    RepeatStage,
-)
+from pallas.product.deterministic.extension import EXTENSION as RESPONDERS  # noqa: E402
 
 TARGET_US = 20.0
 STREAMS = 20
@@ -96,20 +92,14 @@ async def run(messages: int, rounds: int, loop: str) -> None:
     print(machine_line("at start", loop))
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(env_file=None, pallas_data_dir=Path(tmp))
-        runtime = Runtime.build(settings)
+        runtime = Runtime.build(settings, features=(RESPONDERS,))
         await runtime.start()
         try:
             gate_only = StageList([NoGate()], runtime.ledger, NoGate())
             full = StageList([NoGate()], runtime.ledger, NoGate(), STAGE_ORDER)
-            silence = next(s for s in runtime.stages.stages if s.name == "silence")
-            for stage in (
-                silence,
-                runtime.commands,
-                RepeatStage(runtime.responders),
-                PokeBackStage(runtime.responders),
-                NoticeStage(runtime.responders),
-            ):
-                full.register(stage)
+            named = {s.name: s for s in runtime.stages.stages}
+            for name in ("silence", "commands", "repeat", "poke_back", "notices"):
+                full.register(named[name])
             print(f"order: {' -> '.join(full.order)}")
             await timed(full, chatter(STREAMS * 2, 10_000_000))  # warm: each group seen once
             a_p50, b_p50, b_p99, a_p99 = [], [], [], []

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-import httpx
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -56,7 +55,7 @@ from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
-from pallas.product.media.feature import MediaHost
+from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import PersonaHost
@@ -89,8 +88,6 @@ from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
 from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
-from pallas.store.sticker_habit import StickerHabitStore
-from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
 
 LOTTERY_SEED = "pallas-ambient"
@@ -113,7 +110,7 @@ STAGE_ORDER = (
 
 # The features the core installs through the seam, unless PALLAS_FEATURES_OFF names them
 # (docs/architecture.md, "Adding a feature"); memory, media and persona join as they move.
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA)
 
 
 def utc_now() -> datetime:
@@ -165,8 +162,6 @@ class Runtime:
     lookups: PlatformLookups
     memory: MemoryStore
     assets: AssetStore
-    sticker_habit: StickerHabitStore
-    sticker_library: StickerLibrary
     persona: PersonaStore
     bot_voice: BotVoiceStore
     promises: PromiseStore
@@ -310,10 +305,12 @@ class Runtime:
         core = CoreServices(
             engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
             settings.pallas_data_dir, outlet.nickname, feature_gate, table, settings, jobs,
-            models, agent_config, frozenset(settings.superusers), extraction_tools,
+            models, agent_config, frozenset(settings.superusers), asset_store, memory,
+            extraction_tools,
         )  # fmt: skip
         plugged = Targets(stages, commands, jobs, registry, runner.observers, context_sources,
-                          tools.book.registry, retention, extraction_tools)  # fmt: skip
+                          tools.book.registry, retention, extraction_tools, preparers,
+                          reply_forms, dispatcher)  # fmt: skip
         extensions = install_all(features, core, plugged, BUILT_IN_FEATURES)
         return cls(
             settings=settings,
@@ -340,7 +337,6 @@ class Runtime:
             lookups=PlatformLookups(ingress),
             memory=memory,
             assets=asset_store,
-            sticker_habit=StickerHabitStore(engine, write_lock=lock),
             agent_config=agent_config,
             context_sources=context_sources,
             preparers=preparers,
@@ -348,7 +344,6 @@ class Runtime:
             persona_sources=persona_sources,
             intent_listeners=listeners,
             extraction_tools=extraction_tools,
-            sticker_library=StickerLibrary(engine, write_lock=lock),
             persona=PersonaStore(engine, write_lock=lock),
             bot_voice=voice,
             settings_registry=registry,
@@ -360,29 +355,6 @@ class Runtime:
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
             retention=retention,
-        )
-
-    def media_host(self, client: httpx.AsyncClient) -> MediaHost:
-        """What the media feature plugs into (packages/media, docs/media.md)."""
-        return MediaHost(
-            assets=self.assets,
-            models=self.models,
-            jobs=self.jobs,
-            stages=self.stages,
-            commands=self.commands,
-            dispatcher=self.dispatcher,
-            registry=self.tools.book.registry,
-            preparers=self.preparers,
-            reply_forms=self.reply_forms,
-            memory=self.memory,
-            habit=self.sticker_habit,
-            library=self.sticker_library,
-            clock=self.runner.clock,
-            client=client,
-            features=self.features,
-            settings=self.settings_registry,
-            settings_table=self.settings_table,
-            retention=self.retention,
         )
 
     def persona_host(self) -> PersonaHost:

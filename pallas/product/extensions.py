@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.config import ConfigError, Settings
 from pallas.product.conversation.commands import Audience, Command, CommandStage
 from pallas.product.conversation.delivery.contract import Sender
+from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher, ReceiptListener
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler
@@ -40,13 +41,16 @@ from pallas.product.conversation.retention import RetentionHolders
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.observers import TurnObserver, TurnObservers
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.assembler.context import ContextSource
+from pallas.product.llm.agent.reply_forms import ReplyForm
+from pallas.product.llm.assembler.context import ContextSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import Section, SettingsRegistry
 from pallas.providers.manager import ModelManager
+from pallas.store.asset_store import AssetStore
 from pallas.store.ledger import LedgerWriter
+from pallas.store.memory import MemoryStore
 from pallas.store.migrate import Migrations
 from pallas.store.outbox import OutboxStore
 from pallas.store.retention import Holds
@@ -85,6 +89,10 @@ class CoreServices:
     models: ModelManager
     agent_config: AgentConfig
     superusers: frozenset[str]
+    assets: AssetStore  # pictures, stickers and voices by content hash
+    # Facts about people, written by other features (the sticker habit's favourites) as
+    # memory entries: the memory store, until memory's storage moves into its folder.
+    facts: MemoryStore
     # Tools other features offer in memory's extraction call (read when it runs).
     extraction_tools: Sequence[ExtractionTool] = ()
 
@@ -102,6 +110,9 @@ class _Targets:
     tools: ToolRegistry
     retention: RetentionHolders
     extraction_tools: list[ExtractionTool]
+    preparers: list[TurnPreparer]
+    reply_forms: list[ReplyForm]
+    dispatcher: OutboxDispatcher
 
 
 @dataclass
@@ -141,6 +152,18 @@ class Plugs:
     def add_tool_plugin(self, plugin: FunctionPlugin) -> None:
         """Model tools, offered in turns (switchable on the console's tools page)."""
         self._targets.tools.register_plugin(plugin)
+
+    def add_preparer(self, preparer: TurnPreparer) -> None:
+        """Work on a turn's own messages before its context is read (pictures, voices)."""
+        self._targets.preparers.append(preparer)
+
+    def add_reply_form(self, form: ReplyForm) -> None:
+        """A form a decided reply may take on its way out (a sticker, a voice)."""
+        self._targets.reply_forms.append(form)
+
+    def add_receipt_listener(self, listener: ReceiptListener) -> None:
+        """Told of each outbox row once it is known sent (a sticker's uses)."""
+        self._targets.dispatcher.on_receipt(listener)
 
     def add_extraction_tool(self, tool: ExtractionTool) -> None:
         """A tool of memory's after-turn extraction call (persona's relation notes)."""
