@@ -23,7 +23,6 @@ from pallas.store.preflight import prepare_store
 PLUGINS = (
     "packages.ingress",
     "packages.console",
-    "packages.persona",
 )
 
 

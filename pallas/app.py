@@ -27,7 +27,6 @@ from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
-from pallas.platform.smtp import SmtpConfig
 from pallas.product.conversation.commands import CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
@@ -49,7 +48,7 @@ from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
 from pallas.product.extensions import CoreServices, Extension, Installed, Targets, install_all
-from pallas.product.llm.agent.agent_factory import build_agent_handler, seed_persona
+from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig, load_agent_config
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
@@ -58,7 +57,7 @@ from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import EXTENSION as MEMORY
-from pallas.product.persona.feature import PersonaHost
+from pallas.product.persona.feature import EXTENSION as PERSONA
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
     agent_reconfigure,
@@ -110,7 +109,7 @@ STAGE_ORDER = (
 
 # The features the core installs through the seam, unless PALLAS_FEATURES_OFF names them
 # (docs/architecture.md, "Adding a feature"); memory, media and persona join as they move.
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA)
 
 
 def utc_now() -> datetime:
@@ -302,15 +301,17 @@ class Runtime:
         prune = RetentionParts(RetentionStore(engine, write_lock=lock), retention, table, call_log,
                                kept, utc_now)  # fmt: skip
         install_retention(prune, jobs, registry)
+        proactive = ProactiveTurns(engine, turn_buffers, runner)
         core = CoreServices(
             engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
             settings.pallas_data_dir, outlet.nickname, feature_gate, table, settings, jobs,
             models, agent_config, frozenset(settings.superusers), asset_store, memory,
-            extraction_tools,
+            proactive, tuple(settings.nickname), extraction_tools,
         )  # fmt: skip
         plugged = Targets(stages, commands, jobs, registry, runner.observers, context_sources,
                           tools.book.registry, retention, extraction_tools, preparers,
-                          reply_forms, dispatcher)  # fmt: skip
+                          reply_forms, dispatcher, silence, persona_sources,
+                          listeners)  # fmt: skip
         extensions = install_all(features, core, plugged, BUILT_IN_FEATURES)
         return cls(
             settings=settings,
@@ -320,7 +321,7 @@ class Runtime:
             ingress=ingress,
             stages=stages,
             turn_buffers=turn_buffers,
-            proactive=ProactiveTurns(engine, turn_buffers, runner),
+            proactive=proactive,
             runner=runner,
             policies=policies,
             kernel=kernel,
@@ -355,38 +356,6 @@ class Runtime:
             write_lock=lock or asyncio.Lock(),
             action_ids=action_ids,
             retention=retention,
-        )
-
-    def persona_host(self) -> PersonaHost:
-        """What the persona feature plugs into (packages/persona, docs/persona.md)."""
-        settings = self.settings
-        return PersonaHost(
-            engine=self.engine,
-            write_lock=self.write_lock,
-            store=self.persona,
-            ledger=self.ledger,
-            jobs=self.jobs,
-            stages=self.stages,
-            silence=self.silence,
-            commands=self.commands,
-            observers=self.runner.observers,
-            sources=self.context_sources,
-            sender=self.sender,
-            outbox=self.outbox,
-            owners=tuple(settings.superusers),
-            names=tuple(settings.nickname),
-            smtp=smtp_config(settings),
-            action_ids=self.action_ids,
-            clock=self.runner.clock,
-            voice=self.bot_voice,
-            seed=seed_persona(self.agent_config, tuple(settings.nickname)),
-            personas=self.persona_sources,
-            listeners=self.intent_listeners,
-            proactive=self.proactive,
-            promises=self.promises,
-            extraction_tools=self.extraction_tools,
-            settings=self.settings_registry,
-            settings_table=self.settings_table,
         )
 
     @property
@@ -465,18 +434,6 @@ def _retention_policy(settings: Settings) -> RetentionPolicy:
         events_days=settings.pallas_retention_events_days,
         model_calls_days=settings.pallas_retention_model_calls_days,
         call_log_days=settings.pallas_retention_call_log_days,
-    )
-
-
-def smtp_config(settings: Settings) -> SmtpConfig:
-    return SmtpConfig(
-        host=settings.pallas_smtp_host,
-        port=settings.pallas_smtp_port,
-        user=settings.pallas_smtp_user,
-        password=settings.pallas_smtp_password,
-        sender=settings.pallas_smtp_from,
-        recipients=tuple(settings.pallas_smtp_to),
-        starttls=settings.pallas_smtp_starttls,
     )
 
 

@@ -8,6 +8,8 @@ import smtplib
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 
+from pallas.config import Settings
+
 SMTP_TIMEOUT_S = 20.0
 
 
@@ -20,6 +22,19 @@ class SmtpConfig:
     sender: str = ""
     recipients: tuple[str, ...] = ()
     starttls: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SmtpConfig:
+        """The PALLAS_SMTP_* keys of `.env`."""
+        return cls(
+            host=settings.pallas_smtp_host,
+            port=settings.pallas_smtp_port,
+            user=settings.pallas_smtp_user,
+            password=settings.pallas_smtp_password,
+            sender=settings.pallas_smtp_from,
+            recipients=tuple(settings.pallas_smtp_to),
+            starttls=settings.pallas_smtp_starttls,
+        )
 
     @property
     def usable(self) -> bool:

@@ -38,11 +38,13 @@ from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler
 from pallas.product.conversation.retention import RetentionHolders
+from pallas.product.conversation.silence import SilencePolicy, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.observers import TurnObserver, TurnObservers
+from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.agent.reply_forms import ReplyForm
-from pallas.product.llm.assembler.context import ContextSource, TurnPreparer
+from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
+from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.settings.features import FeatureGate
@@ -93,6 +95,8 @@ class CoreServices:
     # Facts about people, written by other features (the sticker habit's favourites) as
     # memory entries: the memory store, until memory's storage moves into its folder.
     facts: MemoryStore
+    proactive: ProactiveTurns  # turns the bot starts itself (a follow-up, a promise due)
+    bot_names: tuple[str, ...]  # NICKNAME: what calling the bot by name means
     # Tools other features offer in memory's extraction call (read when it runs).
     extraction_tools: Sequence[ExtractionTool] = ()
 
@@ -113,6 +117,9 @@ class _Targets:
     preparers: list[TurnPreparer]
     reply_forms: list[ReplyForm]
     dispatcher: OutboxDispatcher
+    silence: SilenceStage
+    personas: list[PersonaSource]
+    listeners: list[IntentListener]
 
 
 @dataclass
@@ -164,6 +171,18 @@ class Plugs:
     def add_receipt_listener(self, listener: ReceiptListener) -> None:
         """Told of each outbox row once it is known sent (a sticker's uses)."""
         self._targets.dispatcher.on_receipt(listener)
+
+    def add_silence_policy(self, policy: SilencePolicy) -> None:
+        """Who the silence stage keeps quiet about (stored, flagged, nothing else sees it)."""
+        self._targets.silence.add(policy)
+
+    def add_persona_source(self, source: PersonaSource) -> None:
+        """Who the bot is in a turn, when the feature keeps it per account."""
+        self._targets.personas.append(source)
+
+    def add_intent_listener(self, listener: IntentListener) -> None:
+        """Hears a decided reply's or silence's declared intents (mood, promises, offence)."""
+        self._targets.listeners.append(listener)
 
     def add_extraction_tool(self, tool: ExtractionTool) -> None:
         """A tool of memory's after-turn extraction call (persona's relation notes)."""

@@ -88,7 +88,7 @@ async def test_a_feature_plugged_through_the_seam_runs_end_to_end(
     async with httpx.AsyncClient(base_url=bot.http_url, headers=bearer) as http:
         sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}
         tools = {t["name"] for t in (await http.get("/pallas/api/tools")).json()}
-    assert {"example", "memory", "media"} <= sections  # the built-ins are on
+    assert {"example", "memory", "media", "rage", "promises"} <= sections  # built-ins on
     assert {"memory", "sticker"} <= tools
 
 
@@ -106,7 +106,7 @@ async def test_its_table_and_branch_survive_a_restart(bot: BotProcess) -> None:
 async def test_built_in_features_switched_off_leave_the_bot_recording_and_answering(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    off = ["responders", "memory", "media"]
+    off = ["responders", "memory", "media", "persona"]
     env = {"PALLAS_FEATURES_OFF": json.dumps(off), "PALLAS_CONSOLE_TOKEN": TOKEN}
     process = BotProcess(tmp_path_factory.mktemp("off"), token=ACCESS_TOKEN, env=env)
     process.start()
@@ -126,7 +126,8 @@ async def test_built_in_features_switched_off_leave_the_bot_recording_and_answer
         async with httpx.AsyncClient(base_url=process.http_url, headers=bearer) as http:
             sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}
             tools = {t["name"] for t in (await http.get("/pallas/api/tools")).json()}
-        assert not {"memory", "media"} & sections and "gate" in sections  # the core's there
+        assert not {"memory", "media", "rage", "promises"} & sections  # none of theirs
+        assert {"gate", "agent", "retention"} <= sections  # the core's are there
         assert not {"memory", "sticker"} & tools
     finally:
         await napcat.close()

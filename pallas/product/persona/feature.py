@@ -6,26 +6,14 @@ commands (docs/persona.md)."""
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from pallas.platform.smtp import SmtpConfig
-from pallas.product.conversation.commands import CommandStage
-from pallas.product.conversation.delivery.contract import Sender
-from pallas.product.conversation.jobs.registry import Jobs
-from pallas.product.conversation.silence import SilenceStage
-from pallas.product.conversation.stages import StageList
-from pallas.product.conversation.turns.observers import TurnObservers
-from pallas.product.conversation.turns.proactive import ProactiveTurns
-from pallas.product.llm.agent.reply_forms import IntentListener
-from pallas.product.llm.assembler.context import ContextSource, Persona, PersonaSource
-from pallas.product.llm.tools.extraction_tools import ExtractionTool
+from pallas.product.extensions import CoreServices, Extension, Plugs
+from pallas.product.llm.agent.agent_factory import seed_persona
+from pallas.product.llm.assembler.context import Persona
 from pallas.product.persona.commands import (
     BlacklistCommand,
     FavorCommand,
@@ -64,47 +52,24 @@ from pallas.product.persona.promises import (
     run_promise_due,
 )
 from pallas.product.persona.relations import RelationsSource, Warmth
-from pallas.product.persona.settings import PersonaKnobs, register_persona_sections
+from pallas.product.persona.settings import PersonaKnobs, persona_sections
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
-from pallas.product.settings.registry import SettingsRegistry
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
-from pallas.store.ledger import LedgerWriter
-from pallas.store.outbox import OutboxStore
 from pallas.store.persona import PersonaStore
 from pallas.store.plans import PromiseStore
-from pallas.store.settings_table import SettingsTable
 
 
 @dataclass
-class PersonaHost:
-    """What the persona feature plugs into."""
+class _Persona:
+    """What persona's parts are built from: the core's ports and persona's own stores."""
 
-    engine: AsyncEngine
-    write_lock: asyncio.Lock
+    plugs: Plugs
+    core: CoreServices
     store: PersonaStore
-    ledger: LedgerWriter
-    jobs: Jobs
-    stages: StageList
-    silence: SilenceStage
-    commands: CommandStage
-    observers: TurnObservers
-    sources: list[ContextSource]
-    sender: Sender
-    outbox: OutboxStore
-    owners: tuple[str, ...]
-    names: tuple[str, ...]
-    smtp: SmtpConfig
-    action_ids: Callable[[], int]
-    clock: Callable[[], datetime]
     voice: BotVoiceStore
-    seed: Persona
-    personas: list[PersonaSource]
-    listeners: list[IntentListener]
-    proactive: ProactiveTurns
     promises: PromiseStore
-    extraction_tools: list[ExtractionTool]
-    settings: SettingsRegistry  # where the persona's knobs are registered for the console
-    settings_table: SettingsTable
+    seed: Persona
+    owners: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -114,16 +79,35 @@ class PersonaConfigs:
     promises: PromiseConfig = field(default_factory=PromiseConfig)
 
 
-def install_persona(host: PersonaHost, configs: PersonaConfigs) -> None:
+def persona_extension(configs: PersonaConfigs | None = None) -> Extension:
+    """Persona as a feature; `configs` stand in for the agent file's `rage:`, `follow_up:`
+    and `promises:` (tests)."""
+    return Extension(
+        name="persona",
+        install=partial(install_persona, configs=configs),
+        summary="被骂会生气、和群友的亲疏、称呼备注、自己的说话风格、私聊后的回访、答应主人的事",
+    )
+
+
+def install_persona(plugs: Plugs, configs: PersonaConfigs | None = None) -> None:
     """Everything is installed whatever the switches say: the console turns rage, the
     follow-up and promises on and off while the bot runs, and each asks its switch where
     it acts."""
-    host.sources.append(RelationsSource(host.store))
-    host.extraction_tools.append(RelationNoteTool(host.engine, host.store))
-    host.observers.register(Warmth(host.engine, host.store, host.clock))
+    core = plugs.core
+    agent = core.agent_config
+    configs = configs or PersonaConfigs(agent.rage, agent.follow_up, agent.promises)
+    lock = core.write_lock
+    host = _Persona(
+        plugs, core, PersonaStore(core.engine, write_lock=lock),
+        BotVoiceStore(core.engine, write_lock=lock), PromiseStore(core.engine, write_lock=lock),
+        seed_persona(agent, core.bot_names), tuple(core.settings.superusers),
+    )  # fmt: skip
+    plugs.add_context_source(RelationsSource(host.store))
+    plugs.add_extraction_tool(RelationNoteTool(core.engine, host.store))
+    plugs.add_observer(Warmth(core.engine, host.store, core.clock))
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
-        host.commands.register(command(host.engine, host.store, host.clock))
-    host.silence.add(RageSilence(host.store))  # lifting still works with rage switched off
+        plugs.add_command(command(core.engine, host.store, core.clock))
+    plugs.add_silence_policy(RageSilence(host.store))  # lifting still works with rage off
     promises = _promises(host, configs.promises)
     follow_up = _follow_up(host, configs.follow_up)
     watch, notify = _rage(host, configs.rage)
@@ -135,7 +119,8 @@ def install_persona(host: PersonaHost, configs: PersonaConfigs) -> None:
         promises=partial(setattr, promises, "config"),
     )
     bases = (configs.rage, configs.follow_up, configs.promises)
-    register_persona_sections(host.settings, host.settings_table, bases, knobs)
+    for section in persona_sections(core.settings_table, bases, knobs):
+        plugs.add_section(section)
 
 
 def _use_rage(config: RageConfig, *, watch: WatchDeps, notify: NotifyDeps) -> None:
@@ -144,84 +129,91 @@ def _use_rage(config: RageConfig, *, watch: WatchDeps, notify: NotifyDeps) -> No
     notify.check_after_s = config.notify_check_s
 
 
-def _rage(host: PersonaHost, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
+def _rage(host: _Persona, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
     """Attacks noticed: the persona stage, the owners' notice; the model's judgment too."""
     notify = _notices(host, config)
     watch = WatchDeps(
-        engine=host.engine,
+        engine=host.core.engine,
         store=host.store,
-        ledger=host.ledger,
-        jobs=host.jobs,
+        ledger=host.core.ledger,
+        jobs=host.core.jobs,
         owners=frozenset(host.owners),
-        names=host.names,
-        clock=host.clock,
+        names=host.core.bot_names,
+        clock=host.core.clock,
         policy=config.policy(),
         enabled=config.enabled,
         judging=config.model_judgement,
     )
-    host.stages.register(PersonaWatch(watch))
-    host.listeners.append(OffenceListener(watch))
+    host.plugs.add_stage(PersonaWatch(watch))
+    host.plugs.add_intent_listener(OffenceListener(watch))
     return watch, notify
 
 
-def _own_voice(host: PersonaHost, more: list[StateLines]) -> None:
-    host.personas.append(OwnVoice(host.voice, host.seed, host.clock, random.Random, more))
-    host.sources.append(VoiceHabits(host.voice))
-    learn = partial(learn_fingerprint, engine=host.engine, store=host.voice, clock=host.clock)
-    host.jobs.handle(FINGERPRINT_KIND, learn)
-    host.jobs.every(FINGERPRINT)
-    host.listeners.append(MoodListener(host.voice))
+def _own_voice(host: _Persona, more: list[StateLines]) -> None:
+    host.plugs.add_persona_source(
+        OwnVoice(host.voice, host.seed, host.core.clock, random.Random, more)
+    )
+    host.plugs.add_context_source(VoiceHabits(host.voice))
+    learn = partial(
+        learn_fingerprint, engine=host.core.engine, store=host.voice, clock=host.core.clock
+    )
+    host.plugs.add_job(FINGERPRINT_KIND, learn)
+    host.plugs.add_periodic_job(FINGERPRINT)
+    host.plugs.add_intent_listener(MoodListener(host.voice))
     seed = StoredPersona(host.seed.name, host.seed.description, host.seed.style)
-    host.commands.register(PersonaCommand(host.voice, seed, host.clock))
+    host.plugs.add_command(PersonaCommand(host.voice, seed, host.core.clock))
 
 
-def _promises(host: PersonaHost, config: PromiseConfig) -> PromiseDeps:
+def _promises(host: _Persona, config: PromiseConfig) -> PromiseDeps:
     deps = PromiseDeps(
         store=host.promises,
-        jobs=host.jobs,
-        ledger=host.ledger,
-        proactive=host.proactive,
+        jobs=host.core.jobs,
+        ledger=host.core.ledger,
+        proactive=host.core.proactive,
         owners=frozenset(host.owners),
         config=config,
-        clock=host.clock,
+        clock=host.core.clock,
     )
-    host.listeners.append(PromiseListener(deps))  # refuses every promise when switched off
-    host.jobs.handle(DUE_KIND, partial(run_promise_due, deps=deps))
-    host.jobs.handle(EXPIRE_KIND, partial(expire_promises, deps=deps))
-    host.jobs.every(EXPIRE)
-    host.commands.register(PromiseCommand(host.promises, host.clock))
+    host.plugs.add_intent_listener(PromiseListener(deps))  # refuses every promise when switched off
+    host.plugs.add_job(DUE_KIND, partial(run_promise_due, deps=deps))
+    host.plugs.add_job(EXPIRE_KIND, partial(expire_promises, deps=deps))
+    host.plugs.add_periodic_job(EXPIRE)
+    host.plugs.add_command(PromiseCommand(host.promises, host.core.clock))
     return deps
 
 
-def _follow_up(host: PersonaHost, config: FollowUpConfig) -> FollowUpDeps:
+def _follow_up(host: _Persona, config: FollowUpConfig) -> FollowUpDeps:
     deps = FollowUpDeps(
-        engine=host.engine,
-        jobs=host.jobs,
-        ledger=host.ledger,
-        proactive=host.proactive,
+        engine=host.core.engine,
+        jobs=host.core.jobs,
+        ledger=host.core.ledger,
+        proactive=host.core.proactive,
         config=config,
-        clock=host.clock,
+        clock=host.core.clock,
         rng=random.Random,
     )
-    host.observers.register(FollowUpArm(deps))  # arms nothing while switched off
+    host.plugs.add_observer(FollowUpArm(deps))  # arms nothing while switched off
     # Handled even when switched off: chances armed before end as `disabled`.
-    host.jobs.handle(FOLLOW_UP_KIND, partial(run_follow_up, deps=deps))
+    host.plugs.add_job(FOLLOW_UP_KIND, partial(run_follow_up, deps=deps))
     return deps
 
 
-def _notices(host: PersonaHost, config: RageConfig) -> NotifyDeps:
+def _notices(host: _Persona, config: RageConfig) -> NotifyDeps:
     deps = NotifyDeps(
-        engine=host.engine,
-        write_lock=host.write_lock,
-        sender=host.sender,
-        outbox=host.outbox,
-        jobs=host.jobs,
+        engine=host.core.engine,
+        write_lock=host.core.write_lock,
+        sender=host.core.sender,
+        outbox=host.core.outbox,
+        jobs=host.core.jobs,
         owners=host.owners,
-        smtp=host.smtp,
-        action_ids=host.action_ids,
-        clock=host.clock,
+        smtp=SmtpConfig.from_settings(host.core.settings),
+        action_ids=host.core.action_ids,
+        clock=host.core.clock,
         check_after_s=config.notify_check_s,
     )
-    host.jobs.handle(NOTIFY_KIND, partial(notify_owners, deps=deps))
-    host.jobs.handle(CHECK_KIND, partial(check_notice, deps=deps))
+    host.plugs.add_job(NOTIFY_KIND, partial(notify_owners, deps=deps))
+    host.plugs.add_job(CHECK_KIND, partial(check_notice, deps=deps))
     return deps
+
+
+EXTENSION = persona_extension()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
 from pallas.product.settings.applied import applied_section
-from pallas.product.settings.registry import SettingsRegistry
+from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
 
 RAGE_TITLES = {
@@ -50,18 +50,25 @@ class PersonaKnobs:
     promises: Callable[[PromiseConfig], None]
 
 
-def register_persona_sections(
-    registry: SettingsRegistry,
+def persona_sections(
     table: SettingsTable,
     bases: tuple[RageConfig, FollowUpConfig, PromiseConfig],
     knobs: PersonaKnobs,
-) -> None:
+) -> list[Section]:
     rage, follow_up, promises = bases
     sections = (
         ("rage", "怒气和不理人", rage, knobs.rage, RAGE_TITLES, RAGE_HELPS),
-        ("follow_up", "私聊后再开口", follow_up, knobs.follow_up,
-         FOLLOW_UP_TITLES, FOLLOW_UP_HELPS),
+        (
+            "follow_up",
+            "私聊后再开口",
+            follow_up,
+            knobs.follow_up,
+            FOLLOW_UP_TITLES,
+            FOLLOW_UP_HELPS,
+        ),
         ("promises", "答应主人的事", promises, knobs.promises, PROMISE_TITLES, PROMISE_HELPS),
     )
-    for key, title, base, apply, titles, helps in sections:
-        registry.register(applied_section(key, title, table, base, apply, titles, helps))
+    return [
+        applied_section(key, title, table, base, apply, titles, helps)
+        for key, title, base, apply, titles, helps in sections
+    ]
