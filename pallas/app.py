@@ -156,38 +156,19 @@ class Runtime:
     outbox: OutboxStore
     sender: OutboxDelivery
     extensions: Installed  # the features that run, their tables and start/stop hooks
-    commands: CommandStage
     jobs: Jobs
     lookups: PlatformLookups
     memory: MemoryStore
     assets: AssetStore
     persona: PersonaStore
-    bot_voice: BotVoiceStore
     promises: PromiseStore
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
-    settings_table: SettingsTable  # where most sections keep their values
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
-    features: FeatureGate  # each group's feature switches, asked by the stages
     silence: SilenceStage
-    # The SQLite write lock (a lock of their own for writers on PostgreSQL).
-    write_lock: asyncio.Lock
-    action_ids: Callable[[], int]
     agent_config: AgentConfig
-    # What a turn's context is assembled from besides the chat itself; feature packages add
-    # theirs at load time (memory, later relations and knowledge).
+    # What a turn's context is assembled from besides the chat itself (features add theirs
+    # through the seam); read every turn.
     context_sources: list[ContextSource] = field(default_factory=list)
-    # Work on a turn's own messages before its context is read (media: pictures, voices).
-    preparers: list[TurnPreparer] = field(default_factory=list)
-    # How a reply goes out besides words (media: stickers, voice).
-    reply_forms: list[ReplyForm] = field(default_factory=list)
-    # Who the bot is in a turn, when a feature keeps it per account (persona).
-    persona_sources: list[PersonaSource] = field(default_factory=list)
-    # What acts on the model's declared intents, reply or silence (mood, promises, offence).
-    intent_listeners: list[IntentListener] = field(default_factory=list)
-    # Features' tools in memory's extraction call (persona: relation notes).
-    extraction_tools: list[ExtractionTool] = field(default_factory=list)
-    # Who still needs which messages; features register theirs (docs/retention.md).
-    retention: RetentionHolders = field(default_factory=RetentionHolders)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -333,29 +314,17 @@ class Runtime:
             outbox=outbox,
             sender=delivery,
             extensions=extensions,
-            commands=commands,
             jobs=jobs,
             lookups=PlatformLookups(ingress),
             memory=memory,
             assets=asset_store,
             agent_config=agent_config,
             context_sources=context_sources,
-            preparers=preparers,
-            reply_forms=reply_forms,
-            persona_sources=persona_sources,
-            intent_listeners=listeners,
-            extraction_tools=extraction_tools,
             persona=PersonaStore(engine, write_lock=lock),
-            bot_voice=voice,
             settings_registry=registry,
-            settings_table=table,
-            features=feature_gate,
             outlet=outlet,
             promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
-            write_lock=lock or asyncio.Lock(),
-            action_ids=action_ids,
-            retention=retention,
         )
 
     @property
