@@ -65,6 +65,7 @@ def build_pages(pages: Pages) -> APIRouter:
     router = APIRouter(prefix="/pallas", include_in_schema=False)
     _entry(router, pages)
     _reading(router, pages)
+    _work(router, pages)
     _people(router, pages)
     _settings(router, pages)
     return router
@@ -150,6 +151,10 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         return pages.render("trace.html", guest, turn=await trace(deps.engine, turn_id))
+
+
+def _work(router: APIRouter, pages: Pages) -> None:
+    deps = pages.deps
 
     @router.get("/jobs")
     async def jobs_page(request: Request) -> Response:
