@@ -59,8 +59,12 @@ async def stuck_turn(tmp_path: Path, url: str, msg: InboundMessage) -> tuple[Run
     return runtime, recorder.turns[0], message_id
 
 
-async def restart(tmp_path: Path, url: str) -> tuple[Runtime, Recorder]:
+async def restart(tmp_path: Path, url: str, *, blocked: bool = False) -> tuple[Runtime, Recorder]:
+    """A new start on the store; `blocked`: its turns hang in the handler (set before the
+    start, which may already run the turn recovery re-buffered)."""
     recorder = Recorder()
+    if blocked:
+        recorder.block = asyncio.Event()
     return await start_runtime(tmp_path, url, recorder), recorder
 
 
@@ -83,8 +87,7 @@ async def test_a_cut_off_direct_call_runs_once_more_then_is_given_up(
     msg = message("@牛牛 在吗", stream=group("r1"), mentions=(BOT_ID,))
     runtime, cut, message_id = await stuck_turn(tmp_path, store_url, msg)
     await crash(runtime)
-    second, recorder = await restart(tmp_path, store_url)
-    recorder.block = asyncio.Event()  # the retry is cut off too
+    second, recorder = await restart(tmp_path, store_url, blocked=True)  # the retry is cut too
     await until(lambda: recorder.turns)
     assert [m.message_id for m in recorder.turns[0].messages] == [message_id]
     await second.ledger.flush()
