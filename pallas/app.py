@@ -55,7 +55,6 @@ from pallas.product.llm.assembler.context import ContextSource, PersonaSource, T
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.media.feature import EXTENSION as MEDIA
-from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import EXTENSION as PERSONA
 from pallas.product.settings.core_sections import (
@@ -195,8 +194,6 @@ class Runtime:
         jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
         memory = MemoryStore(engine, write_lock=lock)
         asset_store = AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER, write_lock=lock)
-        jobs.handle(PRUNE_KIND, partial(prune_assets, store=asset_store, max_bytes=MAX_ASSET_BYTES))
-        jobs.every(PRUNE)
         agent_config = load_agent_config()
         voice = BotVoiceStore(engine, write_lock=lock)
         table = SettingsTable(engine, write_lock=lock)

@@ -123,8 +123,16 @@ def test_no_plugin_package_sends_to_the_platform_itself() -> None:
 
 # Features on the seam (docs/architecture.md, "Adding a feature"), and the one module that
 # lists them. Each grows as a feature moves onto the seam.
-SEAM_FEATURES = ("pallas.product.deterministic",)
+SEAM_FEATURES = (
+    "pallas.product.deterministic",
+    "pallas.product.memory",
+    "pallas.product.media",
+    "pallas.product.persona",
+)
 FEATURE_LIST = "pallas.app"
+# Not yet moved: the agent file's schema still holds each feature's config section, so it
+# imports the features' config models (and nothing else of them).
+AGENT_FILE = "pallas.product.llm.agent.config"
 
 
 def _inside(module: str, package: str) -> bool:
@@ -137,6 +145,8 @@ def test_a_feature_is_imported_only_by_itself_and_the_feature_list() -> None:
         own = module_name(path)
         for name in imported(ast.parse(path.read_text(encoding="utf-8"))):
             for feature in SEAM_FEATURES:
-                if _inside(name, feature) and not (_inside(own, feature) or own == FEATURE_LIST):
+                allowed = _inside(own, feature) or own == FEATURE_LIST
+                allowed |= own == AGENT_FILE and name == f"{feature}.config"
+                if _inside(name, feature) and not allowed:
                     violations.append(f"{own} imports {name}")
     assert violations == []

@@ -16,6 +16,7 @@ from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.media.config import MediaConfig
 from pallas.product.media.describe import DescribeDeps, Labeller, describe_message
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
+from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.media.settings import MediaParts, media_section
 from pallas.product.media.sight import DESCRIBE_KIND, Arrivals, Sight
 from pallas.product.media.sticker_commands import (
@@ -88,6 +89,9 @@ def install_media(plugs: Plugs, config: MediaConfig | None = None) -> None:
         plugs.add_command(command)
     parts = MediaParts(labeller, sight, habit, stickers, voice)
     plugs.add_section(media_section(core.settings_table, config, parts))
+    # the pictures, stickers and voices media keeps, under their cap
+    plugs.add_job(PRUNE_KIND, partial(prune_assets, store=core.assets, max_bytes=MAX_ASSET_BYTES))
+    plugs.add_periodic_job(PRUNE)
 
 
 async def _nothing() -> None:

@@ -29,7 +29,7 @@ from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
-from pallas.product.memory.guard import Teaching, judge_teaching
+from pallas.product.teaching.guard import Teaching, judge_teaching
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.openai_wire import ChatRequest

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pallas.product.memory.guard import belittling_matches, find_vulgar, normalise
 from pallas.product.persona.favor import Tier
+from pallas.product.teaching.guard import belittling_matches, find_vulgar, normalise
 
 # Quoted spans: Chinese corner and curly quotes, and ASCII double quotes.
 _QUOTED = re.compile(r"「[^」]*」|『[^』]*』|“[^”]*”|\"[^\"]*\"")

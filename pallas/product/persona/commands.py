@@ -14,11 +14,11 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
 from pallas.product.persona.notes import acceptable
 from pallas.product.persona.notify import PRIVATE_CHAT
-from pallas.product.persona.routine import SHANGHAI
 from pallas.store.bot_voice import BotVoiceStore, StoredPersona
 from pallas.store.persona import PersonaStore, chat_of, person_of
 from pallas.store.plans import PromiseState, PromiseStore

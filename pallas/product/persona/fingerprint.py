@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pallas.product.memory.guard import find_belittling, find_vulgar, normalise
+from pallas.product.teaching.guard import find_belittling, find_vulgar, normalise
 
 MIN_USES = 2
 MAX_PHRASES = 6

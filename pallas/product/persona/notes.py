@@ -15,7 +15,7 @@ import re
 from enum import StrEnum
 
 from pallas.core.terms import index_terms
-from pallas.product.memory.guard import find_belittling, find_vulgar, normalise
+from pallas.product.teaching.guard import find_belittling, find_vulgar, normalise
 
 _NAME = r"(?P<name>[^\s，,。.！!？?~～、；;：:（）()【】\[\]「」“”\"']{1,12})"
 _ADDRESS = re.compile(rf"(?:以后|你可以|可以|就)?叫我{_NAME}")

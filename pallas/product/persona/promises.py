@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.proactive import ProactiveOutcome, ProactiveTurns
@@ -23,7 +24,6 @@ from pallas.product.conversation.turns.turn import Occasion, Turn
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext
 from pallas.product.persona.config import PromiseConfig
-from pallas.product.persona.routine import SHANGHAI
 from pallas.store.audit import EventKind
 from pallas.store.jobs import ClaimedJob
 from pallas.store.ledger import LedgerEvent, LedgerWriter

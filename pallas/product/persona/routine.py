@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")
+from pallas.core.local_time import SHANGHAI
+
 ASK_WORDS = ("在干嘛", "在干什么", "干嘛呢", "在做什么", "忙什么", "忙啥", "在忙吗", "干啥呢")
 
 

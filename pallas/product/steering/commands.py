@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
+from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.commands import Audience, CommandCall, CommandStage
-from pallas.product.persona.routine import SHANGHAI
 from pallas.product.settings.registry import SettingsError, SettingsRegistry
 from pallas.product.steering.plain import recent_lines, why_not
 from pallas.store.audit_trail import explain, last_said_before, recent_decisions

@@ -12,7 +12,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.inbound import Sender
 from pallas.product.llm.assembler.tools import hints_match
 from pallas.product.llm.tools.base import Conversation, ToolContext, ToolError, ToolTag, Visibility
-from pallas.product.memory.guard import REFUSAL_TEXT, Refusal
 from pallas.product.memory.tools import (
     MemoryCorrectTool,
     MemoryForgetTool,
@@ -24,6 +23,7 @@ from pallas.product.memory.tools import (
     may_move,
     memory_tools,
 )
+from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal
 from pallas.store.memory import (
     MemoryKind,
     MemoryRecord,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallas.product.memory.guard import (
+from pallas.product.teaching.guard import (
     REFUSAL_TEXT,
     GuardPolicy,
     MemoryKind,
@@ -19,7 +19,7 @@ from pallas.product.memory.guard import (
     judge_teaching,
     normalise,
 )
-from pallas.product.memory.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
+from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
 from pallas.store.memory import MemoryKind as StoredKind
 
 AUTHOR = 1

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from pallas.product.memory.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
+from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
 from pallas.store.memory import MemoryKind
 
 
