@@ -125,7 +125,7 @@ class KernelConfig:
 
 @dataclass(frozen=True)
 class AgentPlugs:
-    """The lists feature packages add to at load time, which the agent reads every turn."""
+    """The lists features fill through the seam at install, which the agent reads every turn."""
 
     sources: list[ContextSource]
     preparers: list[TurnPreparer]
@@ -404,7 +404,7 @@ def _retention_policy(settings: Settings) -> RetentionPolicy:
 
 
 def _core_stages(silence: SilenceStage, gate: Admission) -> list[Stage]:
-    """The stages of the core; plugin packages register the others into STAGE_ORDER."""
+    """The stages of the core; features register the others into STAGE_ORDER (the seam)."""
     return [silence, gate]
 
 
