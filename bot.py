@@ -11,8 +11,9 @@ import nonebot.log
 from loguru import logger
 
 from packages._runtime import install_runtime
-from pallas.app import BUILT_IN_FEATURES, Runtime
+from pallas.app import Runtime
 from pallas.config import ConfigError, Settings, load_settings
+from pallas.features import BUILT_IN_FEATURES
 from pallas.logs import install_log_guard
 from pallas.platform.http_server import server_options
 from pallas.platform.onebot.adapter import PallasOneBotAdapter

@@ -9,6 +9,7 @@ import sys
 from loguru import logger
 
 from pallas.console.doctor import examine, report
+from pallas.features import BUILT_IN_FEATURES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument("--env-file", default=".env", help="the .env file to read")
     args = parser.parse_args(argv)
     logger.remove()  # the findings say what matters; the model layer's log lines are noise here
-    return report(asyncio.run(examine(args.env_file)))
+    return report(asyncio.run(examine(args.env_file, BUILT_IN_FEATURES)))
 
 
 if __name__ == "__main__":

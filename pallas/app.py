@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
 from pallas.core.assets import ASSETS_FOLDER
+from pallas.features import BUILT_IN_FEATURES
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
@@ -46,17 +47,20 @@ from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_ker
 from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
-from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
-from pallas.product.extensions import CoreServices, Extension, Installed, Targets, install_all
+from pallas.product.extensions import (
+    CoreServices,
+    Extension,
+    Installed,
+    Targets,
+    config_models,
+    install_all,
+)
 from pallas.product.llm.agent.agent_factory import build_agent_handler
-from pallas.product.llm.agent.config import AgentConfig, load_agent_config
+from pallas.product.llm.agent.config import AgentConfig, AgentFile
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
-from pallas.product.media.feature import EXTENSION as MEDIA
-from pallas.product.memory.feature import EXTENSION as MEMORY
-from pallas.product.persona.feature import EXTENSION as PERSONA
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
     agent_reconfigure,
@@ -104,11 +108,6 @@ STAGE_ORDER = (
     "media",
     "gate",
 )
-
-
-# The features the core installs through the seam, unless PALLAS_FEATURES_OFF names them
-# (docs/architecture.md, "Adding a feature"); memory, media and persona join as they move.
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA)
 
 
 def utc_now() -> datetime:
@@ -194,7 +193,8 @@ class Runtime:
         jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
         memory = MemoryStore(engine, write_lock=lock)
         asset_store = AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER, write_lock=lock)
-        agent_config = load_agent_config()
+        agent_file = AgentFile.read()
+        agent_config = agent_file.core(config_models(BUILT_IN_FEATURES, features))
         voice = BotVoiceStore(engine, write_lock=lock)
         table = SettingsTable(engine, write_lock=lock)
         feature_gate = FeatureGate(table)
@@ -290,7 +290,7 @@ class Runtime:
                           tools.book.registry, retention, extraction_tools, preparers,
                           reply_forms, dispatcher, silence, persona_sources,
                           listeners)  # fmt: skip
-        extensions = install_all(features, core, plugged, BUILT_IN_FEATURES)
+        extensions = install_all(features, core, plugged, BUILT_IN_FEATURES, agent_file)
         return cls(
             settings=settings,
             engine=engine,

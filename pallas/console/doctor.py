@@ -20,7 +20,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import ConfigError, Settings, load_settings
-from pallas.product.llm.agent.config import load_agent_config
+from pallas.product.extensions import Extension, config_models
+from pallas.product.llm.agent.config import AgentFile
 from pallas.providers.catalog import Catalog, ModelSpec, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.openai_wire import ChatRequest
@@ -48,14 +49,17 @@ def line_of(finding: Finding) -> str:
     return f"{text}\n    怎么办：{finding.fix}" if finding.fix else text
 
 
-async def examine(env_file: Path | str | None = ".env") -> list[Finding]:
+async def examine(
+    env_file: Path | str | None = ".env", features: Sequence[Extension] = ()
+) -> list[Finding]:
+    """`features`: the built-in ones, whose keys of config/agent.yml are read too."""
     try:
         settings = load_settings(env_file)
     except ConfigError as exc:
         return [Finding(False, "配置（.env）有错", str(exc))]
     findings = [Finding(True, "配置（.env）读得懂")]
     catalog = _catalog(settings, findings)
-    _agent_file(findings)
+    _agent_file(findings, features)
     findings += await _database(settings)
     if catalog is not None:
         findings += await _models(catalog)
@@ -80,9 +84,12 @@ def _catalog(settings: Settings, findings: list[Finding]) -> Catalog | None:
     return catalog
 
 
-def _agent_file(findings: list[Finding]) -> None:
+def _agent_file(findings: list[Finding], features: Sequence[Extension]) -> None:
     try:
-        load_agent_config()
+        agent_file = AgentFile.read()
+        agent_file.core(config_models(features))
+        for model in config_models(features):
+            agent_file.part(model)
     except ConfigError as exc:
         findings.append(Finding(False, "config/agent.yml 有错", str(exc)))
         return

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,7 +42,7 @@ from pallas.product.conversation.silence import SilencePolicy, SilenceStage
 from pallas.product.conversation.stages import Stage, StageList
 from pallas.product.conversation.turns.observers import TurnObserver, TurnObservers
 from pallas.product.conversation.turns.proactive import ProactiveTurns
-from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.llm.agent.config import DEFAULT_AGENT_FILE, AgentConfig, AgentFile
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
@@ -68,6 +68,10 @@ class Extension:
     install: Callable[[Plugs], None]
     summary: str = ""  # one line for the docs and the doctor
     migrations: Migrations | None = None
+    # Its keys of config/agent.yml, as one pydantic model whose fields are the keys (read
+    # once at start-up; `plugs.config` in `install`). Keys the core does not know are the
+    # features'; a key no model declares stops start-up naming it.
+    config: type[BaseModel] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ class Plugs:
     core: CoreServices
     _targets: _Targets
     _hooks: list[tuple[str, Hook, Hook]] = field(default_factory=list)
+    config: Any = None  # the extension's own `config` model, read from config/agent.yml
 
     def add_stage(self, stage: Stage, *, before: str | None = None) -> None:
         """A stage in the core's order; a feature's own stage names the one it precedes."""
@@ -245,6 +250,11 @@ def load_extension(path: str) -> Extension:
     return found
 
 
+def config_models(*groups: Sequence[Extension]) -> tuple[type[BaseModel], ...]:
+    """The config models of these extensions: their keys of the agent file."""
+    return tuple(e.config for group in groups for e in group if e.config is not None)
+
+
 def enabled(built_in: Sequence[Extension], settings: Settings) -> list[Extension]:
     """The built-in extensions not switched off, then the configured modules'."""
     off = set(settings.pallas_features_off)
@@ -265,13 +275,17 @@ def install_all(
     core: CoreServices,
     targets: _Targets,
     built_in: Sequence[Extension] = (),
+    agent_file: AgentFile | None = None,
 ) -> Installed:
-    """Install each extension; the schema kept up to date is every built-in feature's, on or
-    off (a switched-off feature's tables wait for it, and its revision stays known), and
-    every installed one's."""
+    """Install each extension, with its part of the agent file; the schema kept up to date
+    is every built-in feature's, on or off (a switched-off feature's tables wait for it, and
+    its revision stays known), and every installed one's."""
     plugs = Plugs(core, targets)
     for extension in extensions:
-        extension.install(plugs)
+        own = None
+        if extension.config is not None:
+            own = (agent_file or AgentFile({}, DEFAULT_AGENT_FILE)).part(extension.config)
+        extension.install(replace(plugs, config=own))
     schema = {e.name: e.migrations for e in (*built_in, *extensions) if e.migrations is not None}
     return Installed(
         names=tuple(e.name for e in extensions),

@@ -90,7 +90,7 @@ def parse_command(
             continue
         rest = words[len(start) :]
         for name in names:
-            tail = rest[len(name):]
+            tail = rest[len(name) :]
             if rest.startswith(name) and (not tail or tail[0] == " " or tail[0] in syntax.seps):
                 return name, tail.lstrip("".join(syntax.seps)).strip()
     return None

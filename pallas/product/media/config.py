@@ -19,3 +19,11 @@ class MediaConfig(BaseModel):
     sticker_replies: bool = True  # a reply's sticker intent becomes a sticker
     voice_replies: bool = True  # answer a voice by voice when a `tts` model is registered
     tts_voice: str = Field(default="alloy", min_length=1, max_length=64)
+
+
+class MediaKeys(BaseModel):
+    """Media's keys of config/agent.yml (its `Extension.config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    media: MediaConfig = Field(default_factory=MediaConfig)

@@ -13,7 +13,7 @@ from loguru import logger
 
 from pallas.product.extensions import CoreServices, Extension, Plugs
 from pallas.product.llm.tools.registry import FunctionPlugin
-from pallas.product.media.config import MediaConfig
+from pallas.product.media.config import MediaConfig, MediaKeys
 from pallas.product.media.describe import DescribeDeps, Labeller, describe_message
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
@@ -61,6 +61,7 @@ def media_extension(config: MediaConfig | None = None) -> Extension:
         name="media",
         install=partial(install_media, config=config),
         summary="收图片、看图听语音、学表情包习惯、用表情包和语音回复",
+        config=MediaKeys,
     )
 
 
@@ -68,7 +69,7 @@ def install_media(plugs: Plugs, config: MediaConfig | None = None) -> None:
     """Sticker and voice replies are installed whatever the switches say: the console's
     `media` section turns them on and off, and changes the numbers, while the bot runs."""
     core = plugs.core
-    config = config or core.agent_config.media
+    config = config or plugs.config.media
     client = httpx.AsyncClient()
     plugs.add_lifespan(_nothing, client.aclose, name="media http client")
     lock = core.write_lock

@@ -18,3 +18,11 @@ class MemoryConfig(BaseModel):
     recall_window: int = Field(default=12, ge=1, le=100)  # recent lines: who is present
     behavior_limit: int = Field(default=10, ge=0, le=30)  # taught behaviours shown per turn
     embedding_timeout_s: float = Field(default=3.0, gt=0, le=30)
+
+
+class MemoryKeys(BaseModel):
+    """Memory's keys of config/agent.yml (its `Extension.config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)

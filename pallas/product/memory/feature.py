@@ -14,7 +14,7 @@ from pallas.product.conversation.turns.turn import Turn
 from pallas.product.extensions import Extension, Plugs
 from pallas.product.llm.assembler.context import ContextBlock, ContextSource
 from pallas.product.llm.tools.registry import FunctionPlugin
-from pallas.product.memory.config import MemoryConfig
+from pallas.product.memory.config import MemoryConfig, MemoryKeys
 from pallas.product.memory.decay import DECAY, DECAY_KIND, run_decay
 from pallas.product.memory.embedding import Embedder
 from pallas.product.memory.extraction import (
@@ -40,12 +40,13 @@ def memory_extension(config: MemoryConfig | None = None) -> Extension:
         name="memory",
         install=partial(install_memory, config=config),
         summary="记住群友说过的自己的事和群里的规矩，按需想起来，说错了能改",
+        config=MemoryKeys,
     )
 
 
 def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     core = plugs.core
-    config = config or core.agent_config.memory
+    config = config or plugs.config.memory
     if not config.enabled:
         logger.info("memory is off (memory.enabled is false in config/agent.yml)")
         return

@@ -52,6 +52,4 @@ class MemoryParts:
 
 
 def memory_section(table: SettingsTable, base: MemoryConfig, parts: MemoryParts) -> Section:
-    return applied_section(
-        "memory", "记忆", table, base, parts.use, MEMORY_TITLES, MEMORY_HELPS
-    )
+    return applied_section("memory", "记忆", table, base, parts.use, MEMORY_TITLES, MEMORY_HELPS)

@@ -63,3 +63,13 @@ class PromiseConfig(BaseModel):
     shown: int = Field(default=3, ge=1, le=20)  # open promises in the prompt, newest first
     # A promise with no time is forgotten after this many days.
     keep_days: float = Field(default=7.0, gt=0, le=365)
+
+
+class PersonaKeys(BaseModel):
+    """Persona's keys of config/agent.yml (its `Extension.config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rage: RageConfig = Field(default_factory=RageConfig)
+    follow_up: FollowUpConfig = Field(default_factory=FollowUpConfig)
+    promises: PromiseConfig = Field(default_factory=PromiseConfig)

@@ -7,7 +7,7 @@ commands (docs/persona.md)."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from pallas.platform.smtp import SmtpConfig
@@ -22,7 +22,7 @@ from pallas.product.persona.commands import (
     PersonaCommand,
     PromiseCommand,
 )
-from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
+from pallas.product.persona.config import FollowUpConfig, PersonaKeys, PromiseConfig, RageConfig
 from pallas.product.persona.extracted_notes import RelationNoteTool
 from pallas.product.persona.follow_up import (
     FOLLOW_UP_KIND,
@@ -72,30 +72,24 @@ class _Persona:
     owners: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class PersonaConfigs:
-    rage: RageConfig = field(default_factory=RageConfig)
-    follow_up: FollowUpConfig = field(default_factory=FollowUpConfig)
-    promises: PromiseConfig = field(default_factory=PromiseConfig)
-
-
-def persona_extension(configs: PersonaConfigs | None = None) -> Extension:
+def persona_extension(configs: PersonaKeys | None = None) -> Extension:
     """Persona as a feature; `configs` stand in for the agent file's `rage:`, `follow_up:`
     and `promises:` (tests)."""
     return Extension(
         name="persona",
         install=partial(install_persona, configs=configs),
         summary="被骂会生气、和群友的亲疏、称呼备注、自己的说话风格、私聊后的回访、答应主人的事",
+        config=PersonaKeys,
     )
 
 
-def install_persona(plugs: Plugs, configs: PersonaConfigs | None = None) -> None:
+def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     """Everything is installed whatever the switches say: the console turns rage, the
     follow-up and promises on and off while the bot runs, and each asks its switch where
     it acts."""
     core = plugs.core
     agent = core.agent_config
-    configs = configs or PersonaConfigs(agent.rage, agent.follow_up, agent.promises)
+    configs = configs or plugs.config
     lock = core.write_lock
     host = _Persona(
         plugs, core, PersonaStore(core.engine, write_lock=lock),

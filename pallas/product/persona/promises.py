@@ -1,11 +1,11 @@
 """Promises: what the bot says it will do, kept only when an owner asked (docs/persona.md).
 
-  an owner's turn, the reply carries [承诺:明天08:00 提醒开会] -> a promise row (open)
-  -> timed: job `persona.promise_due` at that time -> a turn of the bot's own in that chat
-     with the promise as its occasion -> kept
-  -> untimed: shown in that chat's prompts for `keep_days`, then expired
-  anyone else's turn with a promise marker -> nothing kept, `promise_refused` (not_owner):
-  other people's words never change the bot's plans.
+an owner's turn, the reply carries [承诺:明天08:00 提醒开会] -> a promise row (open)
+-> timed: job `persona.promise_due` at that time -> a turn of the bot's own in that chat
+   with the promise as its occasion -> kept
+-> untimed: shown in that chat's prompts for `keep_days`, then expired
+anyone else's turn with a promise marker -> nothing kept, `promise_refused` (not_owner):
+other people's words never change the bot's plans.
 """
 
 from __future__ import annotations

@@ -20,9 +20,7 @@ C = TypeVar("C", bound=BaseModel)
 
 
 class AppliedStorage(TableStorage, Generic[C]):
-    def __init__(
-        self, key: str, table: SettingsTable, base: C, apply: Callable[[C], None]
-    ) -> None:
+    def __init__(self, key: str, table: SettingsTable, base: C, apply: Callable[[C], None]) -> None:
         super().__init__(key, table)
         self._base = base
         self._apply = apply

@@ -44,9 +44,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_promise")),
     )
-    op.create_index(
-        "ix_promise_stream_state", "promise", ["stream_id", "state"], unique=False
-    )
+    op.create_index("ix_promise_stream_state", "promise", ["stream_id", "state"], unique=False)
 
 
 def downgrade() -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from pallas.config import ConfigError
-from pallas.product.llm.agent.config import AgentConfig, load_agent_config
+from pallas.features import BUILT_IN_FEATURES
+from pallas.product.extensions import config_models
+from pallas.product.llm.agent.config import AgentConfig, AgentFile, load_agent_config
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "config" / "agent.example.yml"
 
@@ -17,7 +19,21 @@ def test_no_file_means_the_defaults(tmp_path: Path) -> None:
 
 
 def test_the_shipped_example_is_valid_and_shows_the_defaults() -> None:
-    assert load_agent_config(EXAMPLE) == AgentConfig()
+    models = config_models(BUILT_IN_FEATURES)
+    agent_file = AgentFile.read(EXAMPLE)
+    assert agent_file.core(models) == AgentConfig()
+    assert [agent_file.part(model) for model in models] == [model() for model in models]
+
+
+def test_each_feature_reads_its_own_keys_and_a_key_nobody_owns_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yml"
+    path.write_text("memory:\n  recall_limit: 3\nmax_bubbles: 2\nmemroy: {}\n", "utf-8")
+    memory_keys = next(e.config for e in BUILT_IN_FEATURES if e.name == "memory")
+    agent_file = AgentFile.read(path)
+    assert agent_file.part(memory_keys).memory.recall_limit == 3
+    with pytest.raises(ConfigError) as caught:
+        agent_file.core(config_models(BUILT_IN_FEATURES))
+    assert "'memroy'" in str(caught.value) and "'memory'" not in str(caught.value)
 
 
 def test_a_file_overrides_what_it_names(tmp_path: Path) -> None:

@@ -1,0 +1,12 @@
+"""The built-in features: the one module that names them (docs/architecture.md, "Adding a
+feature"). Every other module reaches a feature only through the seam; PALLAS_FEATURES_OFF
+switches these off by name, PALLAS_FEATURE_MODULES adds others by module path."""
+
+from __future__ import annotations
+
+from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
+from pallas.product.media.feature import EXTENSION as MEDIA
+from pallas.product.memory.feature import EXTENSION as MEMORY
+from pallas.product.persona.feature import EXTENSION as PERSONA
+
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA)
