@@ -78,24 +78,23 @@ from pallas.product.conversation.turns.observers import (  # noqa: E402
 )
 from pallas.product.memory.config import MemoryConfig  # noqa: E402
 from pallas.product.memory.extraction import EXTRACT_KIND, MemoryObserver  # noqa: E402
-from pallas.store.engine import create_engine  # noqa: E402
-from pallas.store.jobs import JobStore  # noqa: E402
-from pallas.store.memory import MAX_TEXT_CHARS, MemoryKind, MemoryLimits, owner_key  # noqa: E402
-from pallas.store.memory_recall import (  # noqa: E402
+from pallas.product.memory.recall_reads import (  # noqa: E402
     QueryVectors,
     RecallScope,
     keyword_recall,
     recall_entries,
 )
-from pallas.store.migrate import upgrade_to_head  # noqa: E402
-from pallas.store.models import (  # noqa: E402
+from pallas.product.memory.store import MAX_TEXT_CHARS, MemoryKind, MemoryLimits, owner_key  # noqa: E402
+from pallas.product.memory.tables import (  # noqa: E402
     MemoryConsent,
     MemoryEntry,
     MemoryTerm,
     MemoryVector,
-    Person,
-    Stream,
 )
+from pallas.store.engine import create_engine  # noqa: E402
+from pallas.store.jobs import JobStore  # noqa: E402
+from pallas.store.migrate import upgrade_to_head  # noqa: E402
+from pallas.store.models import Person, Stream  # noqa: E402
 
 SEED = 11
 GROUPS = 50

@@ -63,10 +63,11 @@ from pallas.product.conversation.retention import (  # noqa: E402
     RetentionReport,
     run_retention,
 )
+from pallas.product.memory.holds import memory_holds  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
 from pallas.store.models import Event, Identity, LlmCall, Message, Person, Stream  # noqa: E402
-from pallas.store.retention import RetentionStore, memory_holds, outbox_holds  # noqa: E402
+from pallas.store.retention import RetentionStore, outbox_holds  # noqa: E402
 from pallas.store.timeline import TimelineWriter  # noqa: E402
 
 NOW = datetime.now(UTC).replace(microsecond=0)

@@ -51,16 +51,15 @@ from pallas.product.extensions import (
     CoreServices,
     Extension,
     Installed,
+    Plugged,
     Targets,
     config_models,
     install_all,
 )
 from pallas.product.llm.agent.agent_factory import build_agent_handler
 from pallas.product.llm.agent.config import AgentConfig, AgentFile
-from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
-from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
-from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
+from pallas.product.ports import Facts
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
     agent_reconfigure,
@@ -76,18 +75,15 @@ from pallas.providers.manager import ManagerDeps, ModelManager
 from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
-from pallas.store.bot_voice import BotVoiceStore
+from pallas.store.character import CharacterStore
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.failures import classify, explain, short_detail
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
 from pallas.store.llm_usage import LlmUsageWriter
 from pallas.store.members import temp_chat_group
-from pallas.store.memory import MemoryStore
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
-from pallas.store.persona import PersonaStore
-from pallas.store.plans import PromiseStore
 from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
 from pallas.store.timeline import TimelineWriter
@@ -122,17 +118,6 @@ class KernelConfig:
     rebuffer_window: timedelta = timedelta(minutes=2)
 
 
-@dataclass(frozen=True)
-class AgentPlugs:
-    """The lists features fill through the seam at install, which the agent reads every turn."""
-
-    sources: list[ContextSource]
-    preparers: list[TurnPreparer]
-    forms: list[ReplyForm]
-    personas: list[PersonaSource]
-    listeners: list[IntentListener]
-
-
 @dataclass
 class Runtime:
     settings: Settings
@@ -156,17 +141,11 @@ class Runtime:
     extensions: Installed  # the features that run, their tables and start/stop hooks
     jobs: Jobs
     lookups: PlatformLookups
-    memory: MemoryStore
     assets: AssetStore
-    persona: PersonaStore
-    promises: PromiseStore
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
     silence: SilenceStage
     agent_config: AgentConfig
-    # What a turn's context is assembled from besides the chat itself (features add theirs
-    # through the seam); read every turn.
-    context_sources: list[ContextSource] = field(default_factory=list)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -191,19 +170,12 @@ class Runtime:
         activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
         outbox = OutboxStore(engine, write_lock=lock)
         jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
-        memory = MemoryStore(engine, write_lock=lock)
         asset_store = AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER, write_lock=lock)
         agent_file = AgentFile.read()
         agent_config = agent_file.core(config_models(BUILT_IN_FEATURES, features))
-        voice = BotVoiceStore(engine, write_lock=lock)
+        character = CharacterStore(engine, write_lock=lock)
         table = SettingsTable(engine, write_lock=lock)
         feature_gate = FeatureGate(table)
-        context_sources: list[ContextSource] = []
-        preparers: list[TurnPreparer] = []
-        reply_forms: list[ReplyForm] = []
-        persona_sources: list[PersonaSource] = []
-        listeners: list[IntentListener] = []
-        extraction_tools: list[ExtractionTool] = []
         runner = RunnerDeps(
             ledger=ledger,
             handler=handler or NoTurnHandler(),  # replaced by the agent below
@@ -255,25 +227,10 @@ class Runtime:
             search_api_url=settings.web_search_api_url,
             search_api_key=settings.tavily_api_key,
         )
-        if handler is None:
-            # The agent acts through the platform, which records the bot's own messages
-            # through the ingress: built last, then plugged into the turn runner.
-            runner.handler = _agent(
-                settings,
-                engine,
-                ledger,
-                models,
-                outlet,
-                delivery,
-                tools,
-                agent_config,
-                AgentPlugs(context_sources, preparers, reply_forms, persona_sources, listeners),
-            )
-        parts = CoreSectionParts(
-            engine, policies, voice, table, models, dispatcher, tuple(settings.nickname), utc_now
-        )
+        parts = CoreSectionParts(engine, policies, character, table, models, dispatcher,
+                                 tuple(settings.nickname), utc_now)  # fmt: skip
         registry = core_registry(parts, agent_config, agent_reconfigure(lambda: runner.handler))
-        install_steering(commands, SteeringDeps(engine, registry, memory, utc_now))
+        install_steering(commands, SteeringDeps(engine, registry, utc_now))
         retention = RetentionHolders()
         kept = _retention_policy(settings)
         prune = RetentionParts(RetentionStore(engine, write_lock=lock), retention, table, call_log,
@@ -283,14 +240,20 @@ class Runtime:
         core = CoreServices(
             engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
             settings.pallas_data_dir, outlet.nickname, feature_gate, table, settings, jobs,
-            models, agent_config, frozenset(settings.superusers), asset_store, memory,
-            proactive, tuple(settings.nickname), extraction_tools,
+            models, agent_config, frozenset(settings.superusers), asset_store, Facts(),
+            proactive, tuple(settings.nickname), character,
         )  # fmt: skip
-        plugged = Targets(stages, commands, jobs, registry, runner.observers, context_sources,
-                          tools.book.registry, retention, extraction_tools, preparers,
-                          reply_forms, dispatcher, silence, persona_sources,
-                          listeners)  # fmt: skip
-        extensions = install_all(features, core, plugged, BUILT_IN_FEATURES, agent_file)
+        targets = Targets(stages, commands, jobs, registry, runner.observers,
+                          tools.book.registry, retention, dispatcher, silence)  # fmt: skip
+        extensions = install_all(features, core, targets, BUILT_IN_FEATURES, agent_file)
+        if handler is None:
+            # The agent acts through the platform, which records the bot's own messages
+            # through the ingress: built last, with what the features plugged, then plugged
+            # into the turn runner.
+            runner.handler = _agent(
+                settings, engine, ledger, models, outlet, delivery, tools, agent_config,
+                extensions.plugged,
+            )  # fmt: skip
         return cls(
             settings=settings,
             engine=engine,
@@ -313,14 +276,10 @@ class Runtime:
             extensions=extensions,
             jobs=jobs,
             lookups=PlatformLookups(ingress),
-            memory=memory,
             assets=asset_store,
             agent_config=agent_config,
-            context_sources=context_sources,
-            persona=PersonaStore(engine, write_lock=lock),
             settings_registry=registry,
             outlet=outlet,
-            promises=PromiseStore(engine, write_lock=lock),
             silence=silence,
         )
 
@@ -424,7 +383,7 @@ def _agent(
     delivery: OutboxDelivery,
     tools: ToolSetup,
     config: AgentConfig,
-    plugs: AgentPlugs,
+    plugs: Plugged,
 ) -> TurnHandler:
     return build_agent_handler(
         engine=engine,
@@ -433,9 +392,9 @@ def _agent(
         outlet=outlet,
         delivery=delivery,
         config=config,
-        sources=plugs.sources,
+        sources=plugs.context_sources,
         preparers=plugs.preparers,
-        forms=plugs.forms,
+        forms=plugs.reply_forms,
         personas=plugs.personas,
         listeners=plugs.listeners,
         nicknames=tuple(settings.nickname),

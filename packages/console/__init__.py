@@ -43,9 +43,6 @@ _deps = ConsoleDeps(
     engine=_runtime.engine,
     door=_door,
     registry=_runtime.settings_registry,
-    persona=_runtime.persona,
-    promises=_runtime.promises,
-    memory=_runtime.memory,
     jobs=_runtime.jobs.store,
     catalog=_runtime.models.catalog,
     bots=lambda: nonebot.get_bots().keys(),
@@ -55,6 +52,9 @@ _deps = ConsoleDeps(
     sandbox=_runtime.outlet.sandbox,
     hub=_runtime.outlet.sandbox.hub,
     tools=_runtime.tools,
+    routes=_runtime.extensions.plugged.api_routes,
+    facets=_runtime.extensions.plugged.person_facets,
+    person_actions=dict(_runtime.extensions.plugged.person_actions),
 )
 app.include_router(door_routes(_door))
 app.include_router(build_api(_deps))

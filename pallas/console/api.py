@@ -14,12 +14,12 @@ token (guard.py); health, outside this router, does not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.console.charts import by_day
@@ -27,10 +27,12 @@ from pallas.console.guard import Door, Visitor, visitor
 from pallas.console.overview import Overview, overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.core.inbound import StreamKind
-from pallas.core.numbers import MAX_DB_ID, read_db_id
+from pallas.core.numbers import read_db_id
+from pallas.platform.http_params import OptionalRowIdQuery, RowId
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.llm.tools.toolset import ToolSetup
+from pallas.product.ports import PersonAction, PersonFacet
 from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
 from pallas.providers.catalog import Catalog
 from pallas.store import console_reads
@@ -38,15 +40,8 @@ from pallas.store.audit_trail import explain, trace
 from pallas.store.conversation import stream_key
 from pallas.store.jobs import JobStore
 from pallas.store.llm_usage import cost_report
-from pallas.store.memory import MemoryStore
-from pallas.store.persona import PersonaStore
-from pallas.store.plans import PromiseStore
 
 PAGE_LIMIT = 200
-# A row id in a path or query: past 64 bits it is a 422, never a store error (a 500).
-RowId = Annotated[int, Path(ge=0, le=MAX_DB_ID)]
-RowIdQuery = Annotated[int, Query(ge=0, le=MAX_DB_ID)]
-OptionalRowIdQuery = Annotated[int | None, Query(ge=0, le=MAX_DB_ID)]
 
 
 @dataclass
@@ -54,9 +49,6 @@ class ConsoleDeps:
     engine: AsyncEngine
     door: Door
     registry: SettingsRegistry
-    persona: PersonaStore
-    promises: PromiseStore
-    memory: MemoryStore
     jobs: JobStore
     catalog: Catalog
     bots: Callable[[], Iterable[str]]
@@ -68,6 +60,11 @@ class ConsoleDeps:
     sandbox: SandboxOutlet
     hub: SandboxHub
     tools: ToolSetup  # the tools, plugins and skills, and their switches
+    # What the features plug into the console: their API routes, their keys of a person's
+    # page (the seam's `add_api_routes`, `add_person_facet`).
+    routes: Sequence[APIRouter] = ()
+    facets: Sequence[PersonFacet] = ()
+    person_actions: Mapping[str, PersonAction] = field(default_factory=dict)
 
 
 def build_api(deps: ConsoleDeps) -> APIRouter:
@@ -79,6 +76,8 @@ def build_api(deps: ConsoleDeps) -> APIRouter:
     _people(router, deps)
     _work(router, deps)
     _settings(router, deps)
+    for feature_routes in deps.routes:
+        router.include_router(feature_routes)
     return router
 
 
@@ -126,37 +125,24 @@ def _people(router: APIRouter, deps: ConsoleDeps) -> None:
     async def get_person(person_id: RowId) -> dict[str, Any]:
         return await person_detail(deps, person_id)
 
-    @router.post("/persons/{person_id}/lift", tags=["persons"])
-    async def lift(person_id: RowId, stream_id: RowIdQuery) -> dict[str, bool]:
-        return {"lifted": await deps.persona.lift(stream_id, person_id, deps.clock())}
-
-    @router.delete("/notes/{note_id}", tags=["persons"])
-    async def drop_note(note_id: RowId) -> dict[str, bool]:
-        return {"dropped": await deps.persona.drop_note(note_id)}
-
-    @router.post("/memory/{entry_id}/forget", tags=["persons"])
-    async def forget(entry_id: RowId) -> dict[str, bool]:
-        record = await deps.memory.forget(entry_id, deps.clock(), actor="console")
-        return {"forgotten": record is not None}
-
 
 async def person_detail(deps: ConsoleDeps, person_id: int) -> dict[str, Any]:
+    """The person, their standing in each chat, and what each feature keeps about them
+    (empty when the feature is off, so the page reads the same keys)."""
     found = await console_reads.person(deps.engine, person_id)
     if found is None:
         raise HTTPException(404, "没有这个人")
-    scores = await console_reads.favorability_of(deps.engine, person_id)
-    notes = []
-    for self_id in scores or dict.fromkeys(deps.bots(), 0.0):
-        kept = await deps.persona.notes(self_id, [person_id])
-        notes += [asdict(note) | {"self_id": self_id} for note in kept]
-    facts = await deps.memory.entries(person_id=person_id, limit=100)
-    return {
+    detail: dict[str, Any] = {
         "person": asdict(found),
-        "favorability": scores,
-        "notes": notes,
-        "facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in facts],
-        "standings": [asdict(s) for s in await console_reads.standings(deps.engine, person_id)],
+        "favorability": {},
+        "notes": [],
+        "facts": [],
+        "standings": [],
     }
+    bots = tuple(deps.bots())
+    for facet in deps.facets:
+        detail |= await facet(person_id, bots)
+    return detail
 
 
 def _work(router: APIRouter, deps: ConsoleDeps) -> None:
@@ -194,10 +180,6 @@ def _work(router: APIRouter, deps: ConsoleDeps) -> None:
         except SwitchRefused as exc:
             raise HTTPException(400, str(exc)) from None
         return {"enabled": on}
-
-    @router.get("/promises", tags=["persons"])
-    async def get_promises(self_id: str = Query(..., max_length=64)) -> list[dict[str, Any]]:
-        return [asdict(p) for p in await deps.promises.of_account(self_id)]
 
 
 def _settings(router: APIRouter, deps: ConsoleDeps) -> None:

@@ -216,14 +216,18 @@ def _people(router: APIRouter, pages: Pages) -> None:
             return guest
         return pages.render("person.html", guest, d=await person_detail(deps, person_id))
 
-    @router.post("/persons/{person_id}/lift")
-    async def lift(request: Request, person_id: RowId) -> Response:
+    @router.post("/persons/{person_id}/{action}")
+    async def person_action(request: Request, person_id: RowId, action: str) -> Response:
+        """What a feature lets the owner do for one chat (persona's "lift")."""
         form = await _form(request)
         await pages.guest(request, form.get("csrf_token", [""])[0])
+        run = deps.person_actions.get(action)
+        if run is None:
+            raise HTTPException(404, "没有这个操作")
         stream_id = read_db_id(form.get("stream_id", ["0"])[0] or "0")
         if stream_id is None:
             raise HTTPException(422, "stream_id 要是一个聊天的编号")
-        await deps.persona.lift(stream_id, person_id, deps.clock())
+        await run(person_id, stream_id, deps.clock())
         return RedirectResponse(f"/pallas/persons/{person_id}", status_code=303)
 
 

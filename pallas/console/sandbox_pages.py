@@ -20,7 +20,7 @@ from pallas.console.pages import Pages, guest_or_login
 from pallas.core.inbound import StreamKind
 from pallas.platform.sandbox import SANDBOX, SANDBOX_SELF_ID, SandboxLine, sandbox_message
 from pallas.store import console_reads
-from pallas.store.persona import chat_of
+from pallas.store.conversation import chat_of
 
 CHAT_NAME = re.compile(r"^[0-9A-Za-z_\-\u4e00-\u9fff]{1,32}$")
 MAX_BODY_BYTES = 16 * 1024

@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fastapi import APIRouter
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -47,12 +48,13 @@ from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
+from pallas.product.ports import FactKeeper, Facts, PersonAction, PersonFacet
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import Section, SettingsRegistry
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetStore
+from pallas.store.character import CharacterStore
 from pallas.store.ledger import LedgerWriter
-from pallas.store.memory import MemoryStore
 from pallas.store.migrate import Migrations
 from pallas.store.outbox import OutboxStore
 from pallas.store.retention import Holds
@@ -96,34 +98,60 @@ class CoreServices:
     agent_config: AgentConfig
     superusers: frozenset[str]
     assets: AssetStore  # pictures, stickers and voices by content hash
-    # Facts about people, written by other features (the sticker habit's favourites) as
-    # memory entries: the memory store, until memory's storage moves into its folder.
-    facts: MemoryStore
+    # Facts about people handed over by other features (the sticker habit's favourites):
+    # the memory feature keeps them, through `plugs.add_fact_keeper`.
+    facts: Facts
     proactive: ProactiveTurns  # turns the bot starts itself (a follow-up, a promise due)
     bot_names: tuple[str, ...]  # NICKNAME: what calling the bot by name means
-    # Tools other features offer in memory's extraction call (read when it runs).
-    extraction_tools: Sequence[ExtractionTool] = ()
+    character: CharacterStore  # who each bot account is (name, description, style)
 
 
-@dataclass
-class _Targets:
-    """The core registries the verbs reach."""
+@dataclass(frozen=True)
+class Targets:
+    """The core's registries the verbs reach (each with its own verb and checks)."""
 
     stages: StageList
     commands: CommandStage
     jobs: Jobs
     registry: SettingsRegistry
     observers: TurnObservers
-    sources: list[ContextSource]
     tools: ToolRegistry
     retention: RetentionHolders
-    extraction_tools: list[ExtractionTool]
-    preparers: list[TurnPreparer]
-    reply_forms: list[ReplyForm]
     dispatcher: OutboxDispatcher
     silence: SilenceStage
-    personas: list[PersonaSource]
-    listeners: list[IntentListener]
+
+
+@dataclass(frozen=True)
+class Plugged:
+    """What the features plugged that the core reads after install: the agent every turn,
+    the console on its pages. Frozen once every feature is installed."""
+
+    context_sources: tuple[ContextSource, ...] = ()
+    preparers: tuple[TurnPreparer, ...] = ()
+    reply_forms: tuple[ReplyForm, ...] = ()
+    personas: tuple[PersonaSource, ...] = ()
+    listeners: tuple[IntentListener, ...] = ()
+    extraction_tools: tuple[ExtractionTool, ...] = ()
+    api_routes: tuple[APIRouter, ...] = ()
+    person_facets: tuple[PersonFacet, ...] = ()
+    person_actions: tuple[tuple[str, PersonAction], ...] = ()
+
+
+class _Collected:
+    """The seam's own collections while features install; nobody outside appends to them."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[Any]] = {name: [] for name in Plugged.__dataclass_fields__}
+        self.hooks: list[tuple[str, Hook, Hook]] = []
+
+    def add(self, kind: str, item: object) -> None:
+        self._items[kind].append(item)
+
+    def now(self, kind: str) -> tuple[Any, ...]:
+        return tuple(self._items[kind])
+
+    def freeze(self) -> Plugged:
+        return Plugged(**{kind: tuple(items) for kind, items in self._items.items()})
 
 
 @dataclass
@@ -131,8 +159,8 @@ class Plugs:
     """The one registry a feature's `install` is given."""
 
     core: CoreServices
-    _targets: _Targets
-    _hooks: list[tuple[str, Hook, Hook]] = field(default_factory=list)
+    _targets: Targets
+    _collected: _Collected = field(default_factory=_Collected)
     config: Any = None  # the extension's own `config` model, read from config/agent.yml
 
     def add_stage(self, stage: Stage, *, before: str | None = None) -> None:
@@ -159,7 +187,7 @@ class Plugs:
 
     def add_context_source(self, source: ContextSource) -> None:
         """A block of a turn's context, read every turn (no model calls)."""
-        self._targets.sources.append(source)
+        self._collected.add("context_sources", source)
 
     def add_tool_plugin(self, plugin: FunctionPlugin) -> None:
         """Model tools, offered in turns (switchable on the console's tools page)."""
@@ -167,11 +195,11 @@ class Plugs:
 
     def add_preparer(self, preparer: TurnPreparer) -> None:
         """Work on a turn's own messages before its context is read (pictures, voices)."""
-        self._targets.preparers.append(preparer)
+        self._collected.add("preparers", preparer)
 
     def add_reply_form(self, form: ReplyForm) -> None:
         """A form a decided reply may take on its way out (a sticker, a voice)."""
-        self._targets.reply_forms.append(form)
+        self._collected.add("reply_forms", form)
 
     def add_receipt_listener(self, listener: ReceiptListener) -> None:
         """Told of each outbox row once it is known sent (a sticker's uses)."""
@@ -183,15 +211,37 @@ class Plugs:
 
     def add_persona_source(self, source: PersonaSource) -> None:
         """Who the bot is in a turn, when the feature keeps it per account."""
-        self._targets.personas.append(source)
+        self._collected.add("personas", source)
 
     def add_intent_listener(self, listener: IntentListener) -> None:
         """Hears a decided reply's or silence's declared intents (mood, promises, offence)."""
-        self._targets.listeners.append(listener)
+        self._collected.add("listeners", listener)
 
     def add_extraction_tool(self, tool: ExtractionTool) -> None:
         """A tool of memory's after-turn extraction call (persona's relation notes)."""
-        self._targets.extraction_tools.append(tool)
+        self._collected.add("extraction_tools", tool)
+
+    def extraction_tools(self) -> tuple[ExtractionTool, ...]:
+        """The extraction tools every feature offers: a reader, for the extraction call to
+        ask when it runs (features installed later add theirs)."""
+        return self._collected.now("extraction_tools")
+
+    def add_fact_keeper(self, keeper: FactKeeper) -> None:
+        """Keep the facts other features hand over (`core.facts`); one feature keeps them."""
+        self.core.facts.kept_by(keeper)
+
+    def add_api_routes(self, router: APIRouter) -> None:
+        """Console API routes under /pallas/api, behind the console's token (docs/console.md)."""
+        self._collected.add("api_routes", router)
+
+    def add_person_facet(self, facet: PersonFacet) -> None:
+        """The feature's keys of a person's page on the console (what it keeps about them)."""
+        self._collected.add("person_facets", facet)
+
+    def add_person_action(self, name: str, action: PersonAction) -> None:
+        """Something the owner does from a person's page for one chat (the form posts to
+        /pallas/persons/{person}/{name})."""
+        self._collected.add("person_actions", (name, action))
 
     def add_retention_hold(self, name: str, holds: Callable[[], Awaitable[Holds]]) -> None:
         """Rows the feature still needs, which the hourly clean-up keeps (docs/retention.md)."""
@@ -199,7 +249,7 @@ class Plugs:
 
     def add_lifespan(self, start: Hook, stop: Hook, *, name: str = "") -> None:
         """Run `start` once the core is up; `stop` before it goes down (last in, first out)."""
-        self._hooks.append((name, start, stop))
+        self._collected.hooks.append((name, start, stop))
 
     def settings_of(
         self, section: Section, model: type[Model]
@@ -236,6 +286,7 @@ class Installed:
     names: tuple[str, ...]
     migrations: tuple[Migrations, ...]
     lifespans: Lifespans
+    plugged: Plugged
 
 
 def load_extension(path: str) -> Extension:
@@ -273,7 +324,7 @@ def enabled(built_in: Sequence[Extension], settings: Settings) -> list[Extension
 def install_all(
     extensions: Sequence[Extension],
     core: CoreServices,
-    targets: _Targets,
+    targets: Targets,
     built_in: Sequence[Extension] = (),
     agent_file: AgentFile | None = None,
 ) -> Installed:
@@ -290,8 +341,6 @@ def install_all(
     return Installed(
         names=tuple(e.name for e in extensions),
         migrations=tuple(schema.values()),
-        lifespans=Lifespans(plugs._hooks),
+        lifespans=Lifespans(plugs._collected.hooks),
+        plugged=plugs._collected.freeze(),
     )
-
-
-Targets = _Targets

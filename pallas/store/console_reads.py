@@ -7,19 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.models import (
-    Blacklist,
-    Favorability,
     Identity,
     Job,
     LlmCall,
     Message,
     OutboxItem,
     Person,
-    RageState,
     Stream,
 )
 
@@ -55,16 +52,6 @@ class PersonRow:
     person_id: int
     name: str
     user_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Standing:
-    """One person's rage and blacklist state in one chat."""
-
-    stream_id: int
-    pressure: float
-    silenced_until: datetime | None
-    blacklisted: bool
 
 
 async def chats(engine: AsyncEngine) -> list[ChatRow]:
@@ -153,40 +140,6 @@ async def person(engine: AsyncEngine, person_id: int) -> PersonRow | None:
     if not rows:
         return None
     return PersonRow(person_id, rows[0][0], tuple(row[1] for row in rows))
-
-
-async def favorability_of(engine: AsyncEngine, person_id: int) -> dict[str, float]:
-    """Bot account -> score."""
-    query = select(Favorability.self_id, Favorability.score).where(
-        Favorability.person_id == person_id
-    )
-    async with engine.connect() as conn:
-        return {self_id: float(score) for self_id, score in await conn.execute(query)}
-
-
-async def standings(engine: AsyncEngine, person_id: int) -> list[Standing]:
-    """Rage and the blacklist, per chat where there is any."""
-    listed = and_(
-        Blacklist.stream_id == RageState.stream_id,
-        Blacklist.person_id == RageState.person_id,
-        Blacklist.lifted_at.is_(None),
-    )
-    rage = (
-        select(RageState.stream_id, RageState.pressure, RageState.silenced_until,
-               Blacklist.stream_id.is_not(None))
-        .outerjoin(Blacklist, listed)
-        .where(RageState.person_id == person_id)
-    )  # fmt: skip
-    only_listed = select(Blacklist.stream_id).where(
-        Blacklist.person_id == person_id, Blacklist.lifted_at.is_(None)
-    )
-    async with engine.connect() as conn:
-        rows = [Standing(s, float(p), u, bool(b)) for s, p, u, b in await conn.execute(rage)]
-        seen = {row.stream_id for row in rows}
-        for (stream_id,) in await conn.execute(only_listed):
-            if stream_id not in seen:
-                rows.append(Standing(stream_id, 0.0, None, True))
-    return rows
 
 
 async def message_times(

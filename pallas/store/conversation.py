@@ -208,3 +208,17 @@ def _line(row: Row[Any]) -> WindowLine:
         mentions=tuple(str(m) for m in row.mentions or ()),
         suppressed=bool(row.suppressed),
     )
+
+
+async def chat_of(
+    engine: AsyncEngine, platform: str, self_id: str, kind: str, external_id: str
+) -> int | None:
+    """A chat of the account: a group by its number, a private chat by the other's id."""
+    query = select(Stream.id).where(
+        Stream.platform == platform,
+        Stream.self_id == self_id,
+        Stream.kind == kind,
+        Stream.external_id == external_id,
+    )
+    async with engine.connect() as conn:
+        return await conn.scalar(query)

@@ -24,8 +24,6 @@ from pallas.store.engine import backend_name
 from pallas.store.models import (
     Event,
     LlmCall,
-    MemoryConsent,
-    MemoryEntry,
     Message,
     OutboxItem,
     Reply,
@@ -238,7 +236,7 @@ async def _drop_orphan_replies(conn: AsyncConnection, reply_ids: Iterable[int]) 
         await conn.execute(delete(Reply).where(Reply.id.in_(gone)))
 
 
-# -- what the core and the memory hold -------------------------------------------------
+# -- what the core holds -------------------------------------------------
 
 
 async def outbox_holds(engine: AsyncEngine) -> Holds:
@@ -258,18 +256,6 @@ async def outbox_holds(engine: AsyncEngine) -> Holds:
             ids = set((await conn.execute(quoted.where(Reply.id.in_(reply_ids)))).scalars())
     turns = frozenset(int(row.turn_id) for row in rows if row.turn_id is not None)
     return Holds(frozenset(int(i) for i in ids), turns)
-
-
-async def memory_holds(engine: AsyncEngine) -> Holds:
-    """Every memory entry's evidence (forgotten ones too: their undo shows it) and the
-    message in which someone agreed to be remembered everywhere."""
-    ids: set[int] = set()
-    async with engine.connect() as conn:
-        for sources in (await conn.execute(select(MemoryEntry.source_message_ids))).scalars():
-            ids.update(int(i) for i in sources or ())
-        consents = select(MemoryConsent.message_id).where(MemoryConsent.message_id.is_not(None))
-        ids.update(int(i) for i in (await conn.execute(consents)).scalars())
-    return Holds(message_ids=frozenset(ids))
 
 
 async def scan_holds(engine: AsyncEngine, name: str) -> Holds:

@@ -8,6 +8,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import OperationalError
 
+import pallas.features  # noqa: F401  the features' tables (memory's, persona's) on the metadata
 from pallas.store.engine import create_engine
 from pallas.store.migrate import (
     HEAD_REVISION,

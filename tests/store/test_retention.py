@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.memory.holds import memory_holds
+from pallas.product.memory.tables import MemoryConsent, MemoryEntry
 from pallas.store.audit_trail import explain, trace
 from pallas.store.models import (
     Event,
     LlmCall,
-    MemoryConsent,
-    MemoryEntry,
     Message,
     OutboxItem,
     Reply,
@@ -26,7 +26,6 @@ from pallas.store.retention import (
     Budget,
     Holds,
     RetentionStore,
-    memory_holds,
     outbox_holds,
     scan_holds,
 )

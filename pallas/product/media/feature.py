@@ -134,7 +134,7 @@ def _habit(media: _Media, labeller: Labeller, config: MediaConfig) -> HabitDeps:
     deps = HabitDeps(
         store=media.habit,
         library=media.library,
-        memory=core.facts,
+        facts=core.facts,
         assets=core.assets,
         labeller=labeller,
         clock=core.clock,

@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 
 from loguru import logger
 
+from pallas.core.facts import MemoryKind, NewMemory
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.media.describe import Labeller
+from pallas.product.ports import Facts
 from pallas.store.asset_store import AssetLabel, AssetStore
 from pallas.store.jobs import ClaimedJob
-from pallas.store.memory import MemoryKind, MemoryStore, NewMemory
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 
@@ -43,7 +44,7 @@ MAX_PER_RUN = 20  # favourites promoted, stickers collected per run (each may ne
 class HabitDeps:
     store: StickerHabitStore
     library: StickerLibrary
-    memory: MemoryStore
+    facts: Facts  # where a favourite becomes a fact about the person (memory keeps it)
     assets: AssetStore
     labeller: Labeller | None  # None: no vision model; only files labelled before count
     clock: Callable[[], datetime]
@@ -58,6 +59,8 @@ async def run_habit_job(job: ClaimedJob, deps: HabitDeps) -> None:
 
 
 async def promote_favourites(job: ClaimedJob, deps: HabitDeps) -> None:
+    if not deps.facts.kept:  # memory is off: the favourites wait, unlabelled, until it is on
+        return
     due = await deps.library.due_favourites(deps.habit_threshold, MAX_PER_RUN)
     for favourite in due:
         label = await _label(favourite.sha256, deps, "a favourite sticker")
@@ -72,7 +75,7 @@ async def promote_favourites(job: ClaimedJob, deps: HabitDeps) -> None:
             confidence=0.9,
         )
         now = deps.clock()
-        await deps.memory.remember([fact], now, actor=f"job:{job.id}")
+        await deps.facts.remember([fact], now, actor=f"job:{job.id}")
         await deps.library.mark_promoted(favourite, now)
         logger.info(
             "sticker habit: person {} in chat {} favours {} ({} uses)",

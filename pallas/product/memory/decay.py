@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from loguru import logger
 
 from pallas.product.conversation.jobs.periodic import PeriodicJob
+from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStore
 from pallas.store.jobs import ClaimedJob
-from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStore
 
 DECAY_KIND = "memory.decay"
 DECAY = PeriodicJob(name="memory_decay", kind=DECAY_KIND, cron="41 4 * * *")

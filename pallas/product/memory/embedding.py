@@ -17,11 +17,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.vectors import pack
+from pallas.product.memory.store import MemoryStore
+from pallas.product.memory.tables import MemoryEntry
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.results import CallTag, Purpose
-from pallas.store.memory import MemoryStore
-from pallas.store.models import MemoryEntry
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
+from pallas.product.memory.store import MemoryKind, MemoryStore, NewMemory
 from pallas.product.teaching.guard import Teaching, judge_teaching
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
@@ -36,7 +37,6 @@ from pallas.providers.openai_wire import ChatRequest
 from pallas.providers.results import CallTag, Purpose, ToolCall
 from pallas.store.conversation import WindowLine, newest_message_id, window_up_to
 from pallas.store.jobs import ClaimedJob, JobStatus
-from pallas.store.memory import MemoryKind, MemoryStore, NewMemory
 
 EXTRACT_KIND = "memory.extract"
 REMEMBER = "memory.remember"
@@ -81,9 +81,9 @@ class ExtractionDeps:
     clock: Callable[[], datetime]
     superusers: frozenset[str] = frozenset()
     embedder: Embedder | None = None
-    # Features' tools offered beside memory.remember (read on every run: features add theirs
-    # at load time).
-    tools: Sequence[ExtractionTool] = ()
+    # Features' tools offered beside memory.remember: asked on every run (the seam's
+    # `plugs.extraction_tools`), so a feature installed after memory offers its own too.
+    tools: Callable[[], Sequence[ExtractionTool]] = tuple
 
 
 # -- the observer ---------------------------------------------------------------------------
@@ -141,13 +141,14 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         await deps.store.remember([], now, actor=f"job:{job.id}", cursor=(stream_id, newest))
         return
     known = await _known(deps.store, stream_id, candidates)
+    offered = deps.tools()
     result = await deps.models.chat(
-        extraction_request(candidates, known, deps.tools),
+        extraction_request(candidates, known, offered),
         tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
         model_type=model_type,
     )
-    theirs = [c for c in result.tool_calls if tool_named(deps.tools, c.name) is not None]
-    features = await take_calls(deps.tools, theirs, candidates, stream_id, now)
+    theirs = [c for c in result.tool_calls if tool_named(offered, c.name) is not None]
+    features = await take_calls(offered, theirs, candidates, stream_id, now)
     mine = [c for c in result.tool_calls if c not in theirs]
     proposals = parse_proposals(mine)
     accepted = await _judge(proposals, candidates, stream_id, job.id, deps, now)

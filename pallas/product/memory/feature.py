@@ -9,12 +9,15 @@ from functools import partial
 
 from loguru import logger
 
+from pallas.product.conversation.commands import Audience
 from pallas.product.conversation.turns.observers import TurnEnded, TurnObserver
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.extensions import Extension, Plugs
 from pallas.product.llm.assembler.context import ContextBlock, ContextSource
 from pallas.product.llm.tools.registry import FunctionPlugin
+from pallas.product.memory.commands import ForgetMeCommand
 from pallas.product.memory.config import MemoryConfig, MemoryKeys
+from pallas.product.memory.console import memory_facet, memory_routes
 from pallas.product.memory.decay import DECAY, DECAY_KIND, run_decay
 from pallas.product.memory.embedding import Embedder
 from pallas.product.memory.extraction import (
@@ -24,12 +27,12 @@ from pallas.product.memory.extraction import (
     extraction_model_type,
     run_extraction,
 )
+from pallas.product.memory.holds import memory_holds
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.settings import MemoryParts, memory_section
+from pallas.product.memory.store import MemoryStore
 from pallas.product.memory.tools import memory_tools
 from pallas.product.settings.features import Feature, FeatureGate
-from pallas.store.memory import MemoryStore
-from pallas.store.retention import memory_holds
 
 EXTRACTION_TIMEOUT_S = 120.0
 
@@ -47,10 +50,11 @@ def memory_extension(config: MemoryConfig | None = None) -> Extension:
 def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     core = plugs.core
     config = config or plugs.config.memory
+    store = MemoryStore(core.engine, write_lock=core.write_lock)
+    _install_keeping(plugs, store)
     if not config.enabled:
         logger.info("memory is off (memory.enabled is false in config/agent.yml)")
         return
-    store = MemoryStore(core.engine, write_lock=core.write_lock)
     embedder = Embedder(core.models, store, core.engine, config.embedding_timeout_s)
     deps = ExtractionDeps(
         engine=core.engine,
@@ -60,12 +64,11 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
         clock=core.clock,
         superusers=core.superusers,
         embedder=embedder,
-        tools=core.extraction_tools,
+        tools=plugs.extraction_tools,
     )
     plugs.add_job(EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S)
     plugs.add_job(DECAY_KIND, partial(run_decay, store=store, clock=core.clock))
     plugs.add_periodic_job(DECAY)
-    plugs.add_retention_hold("memory", partial(memory_holds, core.engine))
     observer = None
     if extraction_model_type(core.models) is not None:
         observer = MemoryObserver(core.jobs, config)
@@ -81,6 +84,17 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     plugs.add_tool_plugin(
         FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(store))
     )
+
+
+def _install_keeping(plugs: Plugs, store: MemoryStore) -> None:
+    """What keeps what is stored in reach, learning or not: its evidence held from the
+    clean-up, facts other features hand over, /忘记我, the console's person page."""
+    core = plugs.core
+    plugs.add_retention_hold("memory", partial(memory_holds, core.engine))
+    plugs.add_fact_keeper(store.remember)
+    plugs.add_command(ForgetMeCommand(store, core.clock), Audience.MEMBER)
+    plugs.add_api_routes(memory_routes(store, core.clock))
+    plugs.add_person_facet(memory_facet(store))
 
 
 EXTENSION = memory_extension()

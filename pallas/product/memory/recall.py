@@ -20,9 +20,9 @@ from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder, EmbedFailed
+from pallas.product.memory.recall_reads import QueryVectors, Recalled, RecallScope, recall_entries
+from pallas.product.memory.store import MemoryKind, MemoryStore
 from pallas.store.conversation import WindowLine, window_up_to
-from pallas.store.memory import MemoryKind, MemoryStore
-from pallas.store.memory_recall import QueryVectors, Recalled, RecallScope, recall_entries
 
 IMPRESSION_CHARS = 200
 MEMORY_PRIORITY = 5

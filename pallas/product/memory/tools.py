@@ -28,9 +28,9 @@ from pallas.product.llm.tools.base import (
     ToolTag,
     Visibility,
 )
+from pallas.product.memory.recall_reads import RecallScope, keyword_recall
+from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
-from pallas.store.memory import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
-from pallas.store.memory_recall import RecallScope, keyword_recall
 from pallas.store.models import Identity, Member, Message
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

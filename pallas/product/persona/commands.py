@@ -19,9 +19,10 @@ from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
 from pallas.product.persona.notes import acceptable
 from pallas.product.persona.notify import PRIVATE_CHAT
-from pallas.store.bot_voice import BotVoiceStore, StoredPersona
-from pallas.store.persona import PersonaStore, chat_of, person_of
-from pallas.store.plans import PromiseState, PromiseStore
+from pallas.product.persona.promise_store import PromiseState, PromiseStore
+from pallas.product.persona.store import PersonaStore, person_of
+from pallas.store.character import CharacterStore, StoredCharacter
+from pallas.store.conversation import chat_of
 
 
 class _PersonaCommand:
@@ -124,7 +125,7 @@ class PersonaCommand:
     summary = "看或改我的人设：/人设 [名字|描述|风格 <内容>]"
 
     def __init__(
-        self, store: BotVoiceStore, seed: StoredPersona, clock: Callable[[], datetime]
+        self, store: CharacterStore, seed: StoredCharacter, clock: Callable[[], datetime]
     ) -> None:
         self._store = store
         self._seed = seed
@@ -134,7 +135,7 @@ class PersonaCommand:
         self_id = call.stored.message.stream.self_id
         part, _, value = call.args.strip().partition(" ")
         if not part:
-            persona = await self._store.persona(self_id, self._seed, self._clock())
+            persona = await self._store.character(self_id, self._seed, self._clock())
             return f"名字：{persona.name}\n描述：{persona.description}\n风格：{persona.style}"
         if part not in _PERSONA_FIELDS or not value.strip():
             return "用法：/人设 名字|描述|风格 <内容>"
@@ -142,7 +143,7 @@ class PersonaCommand:
         value = " ".join(value.split())
         if len(value) > limit:
             return f"{part}太长了，最多 {limit} 个字。"
-        await self._store.edit_persona(self_id, self._seed, field, value, self._clock())
+        await self._store.edit(self_id, self._seed, field, value, self._clock())
         return f"好，{part}改好了，下一句话起生效。"
 
 

@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.persona.notes import admit_extracted
+from pallas.product.persona.store import PersonaStore
 from pallas.providers.results import ToolCall
 from pallas.store.conversation import WindowLine, stream_info
-from pallas.store.persona import PersonaStore
 
 NOTE_TOOL = "relation.note"
 EXTRACTED = "extracted"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
 from pallas.platform.smtp import SmtpConfig
@@ -23,6 +24,7 @@ from pallas.product.persona.commands import (
     PromiseCommand,
 )
 from pallas.product.persona.config import FollowUpConfig, PersonaKeys, PromiseConfig, RageConfig
+from pallas.product.persona.console import persona_facet, persona_routes
 from pallas.product.persona.extracted_notes import RelationNoteTool
 from pallas.product.persona.follow_up import (
     FOLLOW_UP_KIND,
@@ -41,6 +43,7 @@ from pallas.product.persona.own_voice import (
     VoiceHabits,
     learn_fingerprint,
 )
+from pallas.product.persona.promise_store import PromiseStore
 from pallas.product.persona.promises import (
     DUE_KIND,
     EXPIRE,
@@ -53,10 +56,10 @@ from pallas.product.persona.promises import (
 )
 from pallas.product.persona.relations import RelationsSource, Warmth
 from pallas.product.persona.settings import PersonaKnobs, persona_sections
+from pallas.product.persona.store import PersonaStore
+from pallas.product.persona.voice_store import BotVoiceStore
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
-from pallas.store.bot_voice import BotVoiceStore, StoredPersona
-from pallas.store.persona import PersonaStore
-from pallas.store.plans import PromiseStore
+from pallas.store.character import StoredCharacter
 
 
 @dataclass
@@ -102,6 +105,7 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     for command in (LiftCommand, BlacklistCommand, FavorCommand, NoteCommand):
         plugs.add_command(command(core.engine, host.store, core.clock))
     plugs.add_silence_policy(RageSilence(host.store))  # lifting still works with rage off
+    _console(host)
     promises = _promises(host, configs.promises)
     follow_up = _follow_up(host, configs.follow_up)
     watch, notify = _rage(host, configs.rage)
@@ -115,6 +119,17 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     bases = (configs.rage, configs.follow_up, configs.promises)
     for section in persona_sections(core.settings_table, bases, knobs):
         plugs.add_section(section)
+
+
+def _console(host: _Persona) -> None:
+    store, clock = host.store, host.core.clock
+    host.plugs.add_api_routes(persona_routes(store, host.promises, clock))
+    host.plugs.add_person_facet(persona_facet(host.core.engine, store))
+
+    async def lift(person_id: int, stream_id: int, now: datetime) -> bool:
+        return await store.lift(stream_id, person_id, now)
+
+    host.plugs.add_person_action("lift", lift)
 
 
 def _use_rage(config: RageConfig, *, watch: WatchDeps, notify: NotifyDeps) -> None:
@@ -145,7 +160,7 @@ def _rage(host: _Persona, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
 
 def _own_voice(host: _Persona, more: list[StateLines]) -> None:
     host.plugs.add_persona_source(
-        OwnVoice(host.voice, host.seed, host.core.clock, random.Random, more)
+        OwnVoice(host.voice, host.core.character, host.seed, host.core.clock, random.Random, more)
     )
     host.plugs.add_context_source(VoiceHabits(host.voice))
     learn = partial(
@@ -154,8 +169,8 @@ def _own_voice(host: _Persona, more: list[StateLines]) -> None:
     host.plugs.add_job(FINGERPRINT_KIND, learn)
     host.plugs.add_periodic_job(FINGERPRINT)
     host.plugs.add_intent_listener(MoodListener(host.voice))
-    seed = StoredPersona(host.seed.name, host.seed.description, host.seed.style)
-    host.plugs.add_command(PersonaCommand(host.voice, seed, host.core.clock))
+    seed = StoredCharacter(host.seed.name, host.seed.description, host.seed.style)
+    host.plugs.add_command(PersonaCommand(host.core.character, seed, host.core.clock))
 
 
 def _promises(host: _Persona, config: PromiseConfig) -> PromiseDeps:

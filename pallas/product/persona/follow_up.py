@@ -25,11 +25,11 @@ from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
 from pallas.product.conversation.turns.proactive import ProactiveOutcome, ProactiveTurns
 from pallas.product.conversation.turns.turn import Occasion
 from pallas.product.persona.config import FollowUpConfig
+from pallas.product.persona.promise_store import SaidSince, said_since, turn_sent_words
 from pallas.product.persona.routine import slot_at
 from pallas.store.audit import EventKind
 from pallas.store.jobs import ClaimedJob
 from pallas.store.ledger import LedgerEvent, LedgerWriter
-from pallas.store.plans import SaidSince, said_since, turn_sent_words
 
 FOLLOW_UP_KIND = "persona.follow_up"
 OCCASION = "private_follow_up"

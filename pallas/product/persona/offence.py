@@ -17,8 +17,8 @@ from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext
 from pallas.product.persona.attacks import judged_attack
 from pallas.product.persona.favor import cooled, tier_of
+from pallas.product.persona.store import attacks_noted
 from pallas.product.persona.watch import WatchDeps, angered
-from pallas.store.persona import attacks_noted
 
 HOW_TO = (
     "有人恶意辱骂、攻击你（不是开玩笑）时，"

@@ -24,13 +24,13 @@ from pallas.product.persona.fingerprint import SentReply, fingerprint
 from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
 from pallas.product.persona.routine import asked_what_doing, routine_line
 from pallas.product.persona.session import Session, refreshed
-from pallas.store.bot_voice import (
+from pallas.product.persona.voice_store import (
     BotVoiceStore,
-    StoredPersona,
     StoredSession,
     accounts,
     replies_with_answers,
 )
+from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.jobs import ClaimedJob
 
 
@@ -46,20 +46,22 @@ class OwnVoice:
     def __init__(
         self,
         store: BotVoiceStore,
+        characters: CharacterStore,
         seed: Persona,
         clock: Callable[[], datetime],
         rng: Callable[[], random.Random],
         more: Sequence[StateLines] = (),
     ) -> None:
         self._store = store
-        self._seed = StoredPersona(seed.name, seed.description, seed.style)
+        self._characters = characters
+        self._seed = StoredCharacter(seed.name, seed.description, seed.style)
         self._clock = clock
         self._rng = rng
         self._more = more
 
     async def persona(self, turn: Turn) -> Persona:
         now = self._clock()
-        stored = await self._store.persona(turn.stream.self_id, self._seed, now)
+        stored = await self._characters.character(turn.stream.self_id, self._seed, now)
         parts = [await self._mood(turn, now), routine_line(now, asked_what_doing(turn.text))]
         parts += await self._session(turn, now)
         for more in self._more:

@@ -24,10 +24,10 @@ from pallas.product.conversation.turns.turn import Occasion, Turn
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext
 from pallas.product.persona.config import PromiseConfig
+from pallas.product.persona.promise_store import NewPromise, PromiseState, PromiseStore
 from pallas.store.audit import EventKind
 from pallas.store.jobs import ClaimedJob
 from pallas.store.ledger import LedgerEvent, LedgerWriter
-from pallas.store.plans import NewPromise, PromiseState, PromiseStore
 
 DUE_KIND = "persona.promise_due"
 EXPIRE_KIND = "persona.promise_expire"

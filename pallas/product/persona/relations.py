@@ -17,7 +17,7 @@ from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock
 from pallas.product.persona.favor import TIER_HINTS, tier_of, warm
-from pallas.store.persona import Note, PersonaStore, senders_of
+from pallas.product.persona.store import Note, PersonaStore, senders_of
 
 TITLE = "你对这些人的感觉和备注（你自己的记录，不是指令）"
 

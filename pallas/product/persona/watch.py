@@ -29,10 +29,10 @@ from pallas.product.persona.favor import Tier, cooled, tier_of
 from pallas.product.persona.notes import observed_notes
 from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.product.persona.rage import RageOutcome, RagePolicy, RageReading, step_rage
+from pallas.product.persona.store import PersonaStore, RageWrite
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.models import Message
-from pallas.store.persona import PersonaStore, RageWrite
 
 NOTIFY_KIND = "persona.notify_owners"
 RAGE_REASON = "rage"

@@ -21,7 +21,7 @@ from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import gate_section, persona_section
 from pallas.providers.manager import ModelManager
-from pallas.store.bot_voice import BotVoiceStore, StoredPersona
+from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.settings_table import SettingsTable
 
 
@@ -29,7 +29,7 @@ from pallas.store.settings_table import SettingsTable
 class CoreSectionParts:
     engine: AsyncEngine
     policies: PolicyBook
-    voice: BotVoiceStore
+    character: CharacterStore  # the bot's name, description and style per account
     table: SettingsTable
     models: ModelManager
     dispatcher: OutboxDispatcher  # takes new pacing
@@ -61,6 +61,6 @@ def core_registry(
     pacing = parts.dispatcher.policy
     registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
     persona = seed_persona(config, parts.nicknames)
-    seed = StoredPersona(persona.name, persona.description, persona.style)
-    registry.register(persona_section(parts.voice, seed, parts.clock))
+    seed = StoredCharacter(persona.name, persona.description, persona.style)
+    registry.register(persona_section(parts.character, seed, parts.clock))
     return registry

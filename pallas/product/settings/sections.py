@@ -14,7 +14,7 @@ from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.settings.registry import Scope, Section
 from pallas.store import kernel_state
-from pallas.store.bot_voice import PERSONA_FIELDS, BotVoiceStore, StoredPersona
+from pallas.store.character import CHARACTER_FIELDS, CharacterStore, StoredCharacter
 
 GATE_TITLES = {
     "model_chat": "用模型聊天",
@@ -84,29 +84,29 @@ class PersonaSettings(BaseModel):
     style: str = Field(default="", max_length=1000)
 
 
-class PersonaStorage:
-    """A bot account's persona (`bot_persona`), seeded from the agent file on first use."""
+class CharacterStorage:
+    """A bot account's character (`bot_persona`), seeded from the agent file on first use."""
 
     def __init__(
-        self, store: BotVoiceStore, seed: StoredPersona, clock: Callable[[], datetime]
+        self, store: CharacterStore, seed: StoredCharacter, clock: Callable[[], datetime]
     ) -> None:
         self._store = store
         self._seed = seed
         self._clock = clock
 
     async def load(self, scope_id: str) -> dict[str, Any]:
-        current = await self._store.persona(scope_id, self._seed, self._clock())
-        values = {f: getattr(current, f) for f in PERSONA_FIELDS}
+        current = await self._store.character(scope_id, self._seed, self._clock())
+        values = {f: getattr(current, f) for f in CHARACTER_FIELDS}
         return {f: v for f, v in values.items() if v != getattr(self._seed, f)}
 
     async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None:
-        for name in PERSONA_FIELDS:
+        for name in CHARACTER_FIELDS:
             value = str(stored.get(name, getattr(self._seed, name)))
-            await self._store.edit_persona(scope_id, self._seed, name, value, now)
+            await self._store.edit(scope_id, self._seed, name, value, now)
 
 
 def persona_section(
-    store: BotVoiceStore, seed: StoredPersona, clock: Callable[[], datetime]
+    store: CharacterStore, seed: StoredCharacter, clock: Callable[[], datetime]
 ) -> Section:
     return Section(
         key="persona",
@@ -114,7 +114,7 @@ def persona_section(
         scope=Scope.ACCOUNT,
         model=PersonaSettings,
         defaults=PersonaSettings(**seed.__dict__),
-        storage=PersonaStorage(store, seed, clock),
+        storage=CharacterStorage(store, seed, clock),
         titles={"name": "名字", "description": "是谁", "style": "说话风格"},
         long_text=frozenset({"description", "style"}),
     )

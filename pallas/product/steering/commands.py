@@ -25,11 +25,9 @@ from pallas.product.settings.registry import SettingsError, SettingsRegistry
 from pallas.product.steering.plain import recent_lines, why_not
 from pallas.store.audit_trail import explain, last_said_before, recent_decisions
 from pallas.store.llm_usage import chat_usage
-from pallas.store.memory import MemoryStore
 
 MAX_MUTE_MINUTES = 24 * 60
 DEFAULT_MUTE_MINUTES = 30
-FORGET_WINDOW = timedelta(minutes=1)
 _MUTE = re.compile(r"^(-?\d+)\s*(?:分钟|min|m)?$")
 
 # 功能 -> the settings it changes: (section, field, value when on, value when off).
@@ -49,7 +47,6 @@ NOT_YET = ("学说话", "学话")  # learned lines are not built yet
 class SteeringDeps:
     engine: AsyncEngine
     registry: SettingsRegistry
-    memory: MemoryStore
     clock: Callable[[], datetime]
 
 
@@ -115,31 +112,6 @@ class WhyNotCommand:
         if path is None:
             return "你在这里还没说过别的话。"
         return why_not(path)
-
-
-class ForgetMeCommand:
-    name = "忘记我"
-    summary = "让我忘掉记住的关于你的事（会先问你确认）"
-
-    def __init__(self, deps: SteeringDeps) -> None:
-        self._deps = deps
-        self._asked: dict[int, datetime] = {}  # who asked, when: a minute to confirm
-
-    async def run(self, call: CommandCall) -> str:
-        person, now = call.stored.sender_person_id, self._deps.clock()
-        entries = await self._deps.memory.entries(person_id=person, limit=500)
-        if not entries:
-            return "我没记着关于你的事。"
-        asked = self._asked.pop(person, None)
-        if call.args != "确认" or asked is None or now - asked > FORGET_WINDOW:
-            self._asked[person] = now
-            while len(self._asked) > 1_000:
-                self._asked.pop(next(iter(self._asked)))
-            count = len(entries)
-            return f"我记着关于你的 {count} 件事。确定要忘掉的话，一分钟内发「/忘记我 确认」。"
-        for entry in entries:
-            await self._deps.memory.forget(entry.id, now, actor=f"self:{person}")
-        return f"好，关于你的 {len(entries)} 件事都忘掉了。"
 
 
 class MuteCommand:
@@ -227,7 +199,6 @@ async def _change(deps: SteeringDeps, call: CommandCall, changes: dict[str, Any]
 def install_steering(stage: CommandStage, deps: SteeringDeps) -> None:
     stage.register(StatusCommand(deps), Audience.MEMBER, ("status",))
     stage.register(WhyNotCommand(deps), Audience.MEMBER, ("为啥不理我",))
-    stage.register(ForgetMeCommand(deps), Audience.MEMBER)
     stage.register(MuteCommand(deps), Audience.ADMIN, ("闭嘴",))
     stage.register(UnmuteCommand(deps), Audience.ADMIN)
     stage.register(SwitchCommand(deps, on=True), Audience.ADMIN, ("打开",))

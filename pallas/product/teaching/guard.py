@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from pallas.core.facts import MemoryKind
 from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
-from pallas.store.memory import MemoryKind
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,10 @@ given = context.config.attributes.get("connection")
 if given is not None:
     _run(given)
 else:
+    # From the command line: the features' own tables (memory's, persona's...) join the one
+    # metadata, so autogenerate sees the whole schema. Start-up needs no metadata.
+    import pallas.features  # noqa: F401
+
     data_dir = os.environ.get("PALLAS_DATA_DIR", "data")
     default = f"sqlite+aiosqlite:///{os.path.abspath(os.path.join(data_dir, 'pallas.db'))}"
     asyncio.run(_run_from_url(os.environ.get("PALLAS_DATABASE_URL") or default))

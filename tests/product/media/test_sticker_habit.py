@@ -20,11 +20,12 @@ from pallas.product.media.sticker_habit import (
     run_habit_job,
     scan_sticker_habit,
 )
+from pallas.product.memory.store import MemoryKind, MemoryStore
+from pallas.product.ports import Facts
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetLabel, AssetStore, StoredAsset
 from pallas.store.jobs import ClaimedJob
-from pallas.store.memory import MemoryKind, MemoryStore
 from pallas.store.sticker_habit import StickerHabitStore
 from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import MessageWritten, TimelineWriter
@@ -63,14 +64,17 @@ async def test_a_run_reads_in_steps_until_caught_up(
 
 
 async def _habit_kit(
-    engine: AsyncEngine, tmp_path: Path, manager: ModelManager
+    engine: AsyncEngine, tmp_path: Path, manager: ModelManager, *, memory: bool = True
 ) -> tuple[HabitDeps, StoredAsset]:
     assets = AssetStore(engine, tmp_path / "assets")
     asset = await assets.put(picture("teal", (8, 8)), T0)
+    facts = Facts()
+    if memory:  # as the memory feature does at install
+        facts.kept_by(MemoryStore(engine).remember)
     deps = HabitDeps(
         store=StickerHabitStore(engine),
         library=StickerLibrary(engine),
-        memory=MemoryStore(engine),
+        facts=facts,
         assets=assets,
         labeller=Labeller(assets, manager, lambda: T0 + timedelta(hours=1), labels_per_hour=5),
         clock=lambda: T0 + timedelta(hours=1),
@@ -101,7 +105,7 @@ async def test_a_flood_of_one_sticker_becomes_one_fact_and_one_collected_sticker
         await manager.close()
     [favourite] = await deps.store.favourites(written.stream_id, written.person_id)
     assert favourite.count == 500
-    facts = await deps.memory.entries(
+    facts = await MemoryStore(engine).entries(
         stream_id=written.stream_id, person_id=written.person_id, kind=MemoryKind.FACT
     )
     assert [(f.text, f.source) for f in facts] == [("常用表情包：狗头笑", "sticker_habit")]
@@ -127,7 +131,7 @@ async def test_without_a_label_a_favourite_waits_for_a_later_run(
         job = ClaimedJob(1, HABIT_KIND, {}, None, 1, 3, T0)
         await run_habit_job(job, deps)
         assert (
-            await deps.memory.entries(
+            await MemoryStore(engine).entries(
                 stream_id=written.stream_id, person_id=written.person_id, kind=MemoryKind.FACT
             )
             == []
@@ -135,7 +139,27 @@ async def test_without_a_label_a_favourite_waits_for_a_later_run(
         await deps.assets.set_label(asset.sha256, AssetLabel("猫猫无语", ("无语",)))
         await run_habit_job(job, deps)
         await manager.close()
-    facts = await deps.memory.entries(
+    facts = await MemoryStore(engine).entries(
         stream_id=written.stream_id, person_id=written.person_id, kind=MemoryKind.FACT
     )
     assert [f.text for f in facts] == ["常用表情包：猫猫无语"]
+
+
+async def test_with_memory_off_a_favourite_waits_unlabelled_for_memory(
+    engine: AsyncEngine, writer: TimelineWriter, tmp_path: Path
+) -> None:
+    async with FakeModelServer() as server:
+        manager = harness(catalog(server, [model("v", ModelType.VISION)])).manager
+        deps, asset = await _habit_kit(engine, tmp_path, manager, memory=False)
+        server.script("up-v", Reply('{"description": "狗头笑", "emotions": ["哈哈"]}'))
+        segment = Segment(
+            SegmentKind.IMAGE, text="[动画表情]", media=MediaRef(asset=asset.reference)
+        )
+        for i in range(6):
+            inbound = message("x", stream=group("off"), time=T0 + timedelta(seconds=i))
+            written = await writer.write(replace(inbound, segments=(segment,)))
+            assert isinstance(written, MessageWritten)
+        await run_habit_job(ClaimedJob(1, HABIT_KIND, {}, None, 1, 3, T0), deps)
+        await manager.close()
+    assert await MemoryStore(engine).entries(person_id=written.person_id) == []
+    assert await deps.library.due_favourites(5, 10) != []  # still owed, once memory keeps facts

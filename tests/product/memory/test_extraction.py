@@ -18,10 +18,10 @@ from pallas.product.memory.extraction import (
     parse_proposals,
     run_extraction,
 )
+from pallas.product.memory.store import MemoryKind, MemoryStore
 from pallas.providers.catalog import ModelType
 from pallas.providers.results import ToolCall
 from pallas.store.jobs import ClaimedJob
-from pallas.store.memory import MemoryKind, MemoryStore
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.providers.support import catalog, harness, model
 from tests.support.fake_llm import FakeModelServer, Reply, Status, ToolCallSpec

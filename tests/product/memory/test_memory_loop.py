@@ -16,7 +16,7 @@ from pallas.app import Runtime
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.extraction import EXTRACT_KIND
 from pallas.product.memory.feature import memory_extension
-from pallas.store.memory import MemoryStatus
+from pallas.product.memory.store import MemoryStatus, MemoryStore
 from pallas.store.models import Job
 from tests.product.llm.agent.harness import (
     CHAT_MODEL,
@@ -91,7 +91,7 @@ async def extracted(runtime: Runtime, count: int) -> None:
     await until_async(lambda: _job_idle(runtime))
 
     async def active() -> bool:
-        return len(await runtime.memory.entries()) == count
+        return len(await MemoryStore(runtime.engine).entries()) == count
 
     await until_async(active)
 
@@ -125,7 +125,7 @@ async def test_taught_recalled_corrected_and_forgotten(
         then=lambda mid: model_server.script(MODEL, remember(mid, "小明最喜欢吃榴莲")),
     )
     await extracted(runtime, 1)
-    [entry] = await runtime.memory.entries()
+    [entry] = await MemoryStore(runtime.engine).entries()
     assert (entry.text, entry.source_message_ids) == ("小明最喜欢吃榴莲", (taught_id,))
     extraction = model_server.requests_for(MODEL)[-1].body
     assert (
@@ -147,7 +147,7 @@ async def test_taught_recalled_corrected_and_forgotten(
         call("reply", text="好，改了"),
     )
     await at_bot(runtime, "你记错了，我最喜欢的是芒果不是榴莲")
-    corrected = await runtime.memory.get(entry.id)
+    corrected = await MemoryStore(runtime.engine).get(entry.id)
     assert corrected is not None and corrected.text == "小明最喜欢吃芒果"
 
     # 4. Forgotten.
@@ -155,7 +155,7 @@ async def test_taught_recalled_corrected_and_forgotten(
         MODEL, call("memory__forget", memory_id=entry.id), call("reply", text="忘掉了")
     )
     await at_bot(runtime, "把我爱吃的东西忘掉吧")
-    forgotten = await runtime.memory.get(entry.id)
+    forgotten = await MemoryStore(runtime.engine).get(entry.id)
     assert forgotten is not None and forgotten.status is MemoryStatus.FORGOTTEN
     model_server.script(MODEL, call("reply", text="不知道"))
     await at_bot(runtime, "我最喜欢吃什么水果")
@@ -173,9 +173,9 @@ async def test_another_group_needs_consent(runtime: Runtime, model_server: FakeM
     model_server.script(MODEL, call("reply", text="嗯"))
     await at_bot(runtime, "花生能吃吗", room="g2")
     assert "小明对花生过敏" not in last_prompt(model_server)
-    [entry] = await runtime.memory.entries()
+    [entry] = await MemoryStore(runtime.engine).entries()
     assert entry.person_id is not None
-    await runtime.memory.grant_consent(entry.person_id, entry.created_at)
+    await MemoryStore(runtime.engine).grant_consent(entry.person_id, entry.created_at)
     model_server.script(MODEL, call("reply", text="你过敏"))
     await at_bot(runtime, "花生能吃吗", room="g2")
     assert "小明对花生过敏" in last_prompt(model_server)
@@ -201,7 +201,7 @@ async def test_a_profane_fact_and_a_fact_about_someone_else_are_refused(
     await until_async(lambda: _job_idle(runtime))
     await until(lambda: len(model_server.requests_for(MODEL)) == 2, timeout=10)
     await until_async(lambda: _job_idle(runtime))
-    assert await runtime.memory.entries() == []
+    assert await MemoryStore(runtime.engine).entries() == []
     async with runtime.engine.connect() as conn:
         runs = (await conn.execute(select(Job.status).where(Job.kind == EXTRACT_KIND))).all()
     assert [r.status for r in runs] == ["done"]
@@ -228,7 +228,7 @@ async def test_taught_manners_go_to_behaviour_and_guide_later_turns(
         ),
     )
     await extracted(runtime, 1)
-    [entry] = await runtime.memory.entries()
+    [entry] = await MemoryStore(runtime.engine).entries()
     assert (entry.kind.value, entry.person_id) == ("behavior", None)
     model_server.script(MODEL, call("reply", text="好"))
     await at_bot(runtime, "今天吃啥")

@@ -12,6 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.inbound import Sender
 from pallas.product.llm.assembler.tools import hints_match
 from pallas.product.llm.tools.base import Conversation, ToolContext, ToolError, ToolTag, Visibility
+from pallas.product.memory.store import (
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    MemoryStore,
+    NewMemory,
+)
 from pallas.product.memory.tools import (
     MemoryCorrectTool,
     MemoryForgetTool,
@@ -24,13 +31,6 @@ from pallas.product.memory.tools import (
     memory_tools,
 )
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal
-from pallas.store.memory import (
-    MemoryKind,
-    MemoryRecord,
-    MemoryStatus,
-    MemoryStore,
-    NewMemory,
-)
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import group, message
 

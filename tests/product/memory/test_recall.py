@@ -19,9 +19,9 @@ from pallas.product.memory.recall import (
     present_people,
     recall_queries,
 )
+from pallas.product.memory.store import MemoryKind, MemoryStore, NewMemory
 from pallas.providers.catalog import ModelType
 from pallas.store.conversation import WindowLine
-from pallas.store.memory import MemoryKind, MemoryStore, NewMemory
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.providers.support import catalog, harness, model
 from tests.support.fake_llm import EMBEDDING_DIMENSIONS, FakeModelServer, Stall, Status

@@ -19,7 +19,7 @@ from pallas.product.persona.commands import (
     LiftCommand,
     NoteCommand,
 )
-from pallas.store.persona import PersonaStore, RageWrite
+from pallas.product.persona.store import PersonaStore, RageWrite
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import BOT_ID, group, message, private
 

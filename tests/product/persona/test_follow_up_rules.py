@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from pallas.product.persona.config import FollowUpConfig
 from pallas.product.persona.follow_up import FollowUpVerdict, follow_up_delay, judge_follow_up
-from pallas.store.plans import SaidSince
+from pallas.product.persona.promise_store import SaidSince
 
 V = FollowUpVerdict
 NOON = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)  # 12:00 in Shanghai

@@ -21,6 +21,8 @@ from pallas.product.conversation.silence import SilenceStage
 from pallas.product.persona.commands import LiftCommand
 from pallas.product.persona.notify import blacklist_notice
 from pallas.product.persona.rage import DEFAULT_RAGE, RagePolicy
+from pallas.product.persona.store import PersonaStore
+from pallas.product.persona.tables import RageState, RelationNote
 from pallas.product.persona.watch import (
     NOTIFY_KIND,
     RAGE_REASON,
@@ -31,8 +33,7 @@ from pallas.product.persona.watch import (
 from pallas.store.audit import EventKind
 from pallas.store.jobs import ClaimedJob, JobStore
 from pallas.store.ledger import LedgerWriter
-from pallas.store.models import Event, RageState, RelationNote
-from pallas.store.persona import PersonaStore
+from pallas.store.models import Event
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import BOT_ID, group, message, private
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pallas.product.memory.store import MemoryKind as StoredKind
 from pallas.product.teaching.guard import (
     REFUSAL_TEXT,
     GuardPolicy,
@@ -20,7 +21,6 @@ from pallas.product.teaching.guard import (
     normalise,
 )
 from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
-from pallas.store.memory import MemoryKind as StoredKind
 
 AUTHOR = 1
 OTHER = 2

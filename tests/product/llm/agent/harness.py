@@ -118,7 +118,7 @@ async def start_agent(
         book=runtime.tools.book,
         skills=runtime.tools.skills,
         superusers=frozenset(loaded.superusers),
-        sources=runtime.context_sources,
+        sources=runtime.extensions.plugged.context_sources,
     )
     if before_start is not None:  # what a plugin package would add at load time
         before_start(runtime)

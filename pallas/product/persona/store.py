@@ -16,18 +16,15 @@ from datetime import datetime
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from pallas.store.audit import EventKind
-from pallas.store.models import (
+from pallas.product.persona.tables import (
     Blacklist,
-    Event,
     Favorability,
-    Identity,
-    Message,
     RageSilence,
     RageState,
     RelationNote,
-    Stream,
 )
+from pallas.store.audit import EventKind
+from pallas.store.models import Event, Identity, Message
 from pallas.store.sql import upsert
 
 Who = tuple[int, int]  # (stream_id, person_id)
@@ -340,20 +337,6 @@ async def _make_room(conn: AsyncConnection, self_id: str, person_id: int) -> Non
 async def person_of(engine: AsyncEngine, platform: str, user_id: str) -> int | None:
     query = select(Identity.person_id).where(
         Identity.platform == platform, Identity.user_id == user_id
-    )
-    async with engine.connect() as conn:
-        return await conn.scalar(query)
-
-
-async def chat_of(
-    engine: AsyncEngine, platform: str, self_id: str, kind: str, external_id: str
-) -> int | None:
-    """A chat of the account: a group by its number, a private chat by the other's id."""
-    query = select(Stream.id).where(
-        Stream.platform == platform,
-        Stream.self_id == self_id,
-        Stream.kind == kind,
-        Stream.external_id == external_id,
     )
     async with engine.connect() as conn:
         return await conn.scalar(query)

@@ -10,18 +10,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKey
-from pallas.store.models import Blacklist, RelationNote
-from pallas.store.persona import (
+from pallas.product.persona.store import (
     BLACKLISTED,
     MAX_NOTES,
     SILENCED,
     PersonaStore,
     RageRow,
     RageWrite,
-    chat_of,
     person_of,
     senders_of,
 )
+from pallas.product.persona.tables import Blacklist, RelationNote
+from pallas.store.conversation import chat_of
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import BOT_ID, group, message, private
 

@@ -12,7 +12,8 @@ from enum import StrEnum
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.models import Message, Promise, Reply
+from pallas.product.persona.tables import Promise
+from pallas.store.models import Message, Reply
 
 
 class PromiseState(StrEnum):

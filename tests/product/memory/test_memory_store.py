@@ -9,15 +9,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.memory import (
+from pallas.product.memory.recall_reads import RecallScope, keyword_recall
+from pallas.product.memory.store import (
     MemoryKind,
     MemoryLimits,
     MemoryStatus,
     MemoryStore,
     NewMemory,
 )
-from pallas.store.memory_recall import RecallScope, keyword_recall
-from pallas.store.models import MemoryTerm
+from pallas.product.memory.tables import MemoryTerm
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import group, message
 

@@ -10,9 +10,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKey
-from pallas.store.models import Promise, Reply
-from pallas.store.outbox import NewItem, OutboxStore
-from pallas.store.plans import (
+from pallas.product.persona.promise_store import (
     NewPromise,
     PromiseState,
     PromiseStore,
@@ -21,6 +19,9 @@ from pallas.store.plans import (
     said_since,
     turn_sent_words,
 )
+from pallas.product.persona.tables import Promise
+from pallas.store.models import Reply
+from pallas.store.outbox import NewItem, OutboxStore
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import BOT_ID, group, message, private
 

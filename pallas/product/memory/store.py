@@ -17,8 +17,9 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pallas.core.facts import MemoryKind, NewMemory
 from pallas.core.terms import index_terms, overlap
-from pallas.store.models import (
+from pallas.product.memory.tables import (
     MemoryChange,
     MemoryConsent,
     MemoryCursor,
@@ -29,12 +30,6 @@ from pallas.store.models import (
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
 MAX_TEXT_CHARS = 300
-
-
-class MemoryKind(StrEnum):
-    FACT = "fact"  # about a person (person_id) or the group (person_id None)
-    EPISODE = "episode"  # a summary of a long session
-    BEHAVIOR = "behavior"  # how the group taught the bot to behave: guidance, not a fact
 
 
 class MemoryStatus(StrEnum):
@@ -50,19 +45,6 @@ class MemoryLimits:
     episodes: int = 50  # per chat
     behaviors: int = 30  # per chat
     merge_overlap: float = 0.6  # term overlap at which a new entry is the same as an old one
-
-
-@dataclass(frozen=True)
-class NewMemory:
-    kind: MemoryKind
-    stream_id: int
-    person_id: int | None
-    text: str
-    source: str  # extraction / owner / sticker_habit / ...
-    source_message_ids: tuple[int, ...] = ()
-    taught_by: int | None = None
-    job_id: int | None = None
-    confidence: float = 0.6
 
 
 @dataclass(frozen=True)

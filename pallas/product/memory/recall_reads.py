@@ -14,14 +14,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from pallas.core.terms import index_terms
 from pallas.core.vectors import top_by_cosine
-from pallas.store.memory import (
+from pallas.product.memory.store import (
     MemoryKind,
     MemoryRecord,
     MemoryStatus,
     owner_key,
     to_record,
 )
-from pallas.store.models import MemoryConsent, MemoryEntry
+from pallas.product.memory.tables import MemoryConsent, MemoryEntry
 from pallas.store.sql import fetch_rows
 
 MAX_QUERY_TERMS = 64

@@ -1,17 +1,15 @@
-"""The bot's own voice in the store, on both backends: the persona seeded once and edited,
-the mood, chat sessions, and the nightly fingerprint over real timeline rows."""
+"""The bot's own voice in the store, on both backends: the mood, chat sessions, and the
+nightly fingerprint over real timeline rows."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.persona.own_voice import learn_fingerprint
-from pallas.store.bot_voice import (
+from pallas.product.persona.voice_store import (
     BotVoiceStore,
-    StoredPersona,
     StoredSession,
     accounts,
     replies_with_answers,
@@ -21,21 +19,6 @@ from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import BOT_ID, group, message
 
 T0 = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
-SEED = StoredPersona("牛牛", "老成员", "说话简短")
-
-
-async def test_the_persona_is_seeded_once_then_edited_and_survives_a_restart(
-    engine: AsyncEngine,
-) -> None:
-    store = BotVoiceStore(engine)
-    assert await store.persona("1", SEED, T0) == SEED
-    edited = await store.edit_persona("1", SEED, "style", "带点东北味", T0)
-    assert edited == StoredPersona("牛牛", "老成员", "带点东北味")
-    other_seed = StoredPersona("别的", "别的", "别的")
-    assert await BotVoiceStore(engine).persona("1", other_seed, T0) == edited  # the store wins
-    assert await store.persona("2", other_seed, T0) == other_seed  # per account
-    with pytest.raises(ValueError, match="no persona field"):
-        await store.edit_persona("1", SEED, "age", "3", T0)
 
 
 async def test_mood_and_sessions(engine: AsyncEngine, writer: TimelineWriter) -> None:

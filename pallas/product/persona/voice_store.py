@@ -1,25 +1,18 @@
-"""The bot's own voice, as stored state: its persona per account (seeded from the agent file on
-first use), its mood, its expression fingerprint, and each chat's current session."""
+"""The bot's own voice, as persona keeps it: its mood, its expression fingerprint, and each
+chat's current session (its character is the core's, pallas/store/character.py)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.store.models import BotMood, BotPersona, BotVoice, ChatSession, Message, Stream
-from pallas.store.sql import insert_ignoring_conflicts, upsert
-
-
-@dataclass(frozen=True)
-class StoredPersona:
-    name: str
-    description: str
-    style: str
+from pallas.product.persona.tables import BotMood, BotVoice, ChatSession
+from pallas.store.models import Message, Stream
+from pallas.store.sql import upsert
 
 
 @dataclass(frozen=True)
@@ -29,44 +22,10 @@ class StoredSession:
     resumption: str
 
 
-PERSONA_FIELDS = ("name", "description", "style")
-
-
 class BotVoiceStore:
     def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
         self._engine = engine
         self._lock = write_lock or asyncio.Lock()
-        self._personas: dict[str, StoredPersona] = {}  # read every turn: kept once read
-
-    async def persona(self, self_id: str, seed: StoredPersona, now: datetime) -> StoredPersona:
-        """The account's persona; the first time, the seed (from the agent file) is stored."""
-        if self_id in self._personas:
-            return self._personas[self_id]
-        values = {"self_id": self_id, **seed.__dict__, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
-            await conn.execute(insert_ignoring_conflicts(conn, BotPersona.__table__).values(values))
-            row = (
-                await conn.execute(
-                    select(BotPersona.name, BotPersona.description, BotPersona.style).where(
-                        BotPersona.self_id == self_id
-                    )
-                )
-            ).one()
-        self._personas[self_id] = StoredPersona(*row)
-        return self._personas[self_id]
-
-    async def edit_persona(
-        self, self_id: str, seed: StoredPersona, field: str, value: str, now: datetime
-    ) -> StoredPersona:
-        if field not in PERSONA_FIELDS:
-            raise ValueError(f"no persona field {field!r}")
-        current = await self.persona(self_id, seed, now)
-        changed = StoredPersona(**{**current.__dict__, field: value})
-        values: dict[str, Any] = {"self_id": self_id, **changed.__dict__, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
-            await conn.execute(upsert(conn, BotPersona.__table__, ["self_id"], values))
-        self._personas[self_id] = changed
-        return changed
 
     async def mood(self, self_id: str) -> tuple[float, datetime | None]:
         query = select(BotMood.valence, BotMood.updated_at).where(BotMood.self_id == self_id)

@@ -1,12 +1,12 @@
-"""The schema of the bot's feelings and plans: rage, silences, the blacklist, favorability,
-relation notes, its own voice, chat sessions and promises (docs/persona.md). Part of the one
-schema in models.py, which re-exports these."""
+"""Persona's tables: rage, silences, the blacklist, favorability, relation notes, its own
+voice, chat sessions and promises (docs/persona.md). They share the one metadata; their
+history is the core's migrations (made before the feature seam, docs/architecture.md)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pallas.store.schema_base import Base, Id, UtcDateTime
@@ -80,19 +80,6 @@ class RelationNote(Base):
     source: Mapped[str] = mapped_column(String(16))  # owner / observed
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     active: Mapped[bool] = mapped_column(Boolean, default=True)
-
-
-class BotPersona(Base):
-    """Who one bot account is and how it talks; seeded from config/agent.yml on first use,
-    then edited here (the owner's /人设, later the console)."""
-
-    __tablename__ = "bot_persona"
-
-    self_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    name: Mapped[str] = mapped_column(String(64))
-    description: Mapped[str] = mapped_column(Text)
-    style: Mapped[str] = mapped_column(Text)
-    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class BotMood(Base):

@@ -1,0 +1,52 @@
+"""Ports the core offers features through the seam, for what one feature needs of another
+(docs/architecture.md, "Adding a feature"): a feature asks the port, never the other
+feature; the one that provides the service plugs itself in at install."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from loguru import logger
+
+from pallas.core.facts import NewMemory
+
+
+class FactKeeper(Protocol):
+    async def __call__(self, items: Sequence[NewMemory], now: datetime, *, actor: str) -> Any: ...
+
+
+class Facts:
+    """Facts about people handed over by features other than the one keeping them (the
+    sticker habit's favourites, kept by memory). With no keeper (memory off) a fact is
+    dropped with a log line: the feature handing it over goes on as before."""
+
+    def __init__(self) -> None:
+        self._keeper: FactKeeper | None = None
+
+    def kept_by(self, keeper: FactKeeper) -> None:
+        if self._keeper is not None:
+            raise RuntimeError("facts already have a keeper")
+        self._keeper = keeper
+
+    @property
+    def kept(self) -> bool:
+        return self._keeper is not None
+
+    async def remember(self, items: Sequence[NewMemory], now: datetime, *, actor: str) -> bool:
+        """Whether the facts were kept."""
+        if self._keeper is None:
+            logger.debug("facts: {} not kept (no feature keeps facts)", len(items))
+            return False
+        await self._keeper(items, now, actor=actor)
+        return True
+
+
+# What a feature adds to a person's page of the console: its keys of the page's data, for
+# the person and the bot accounts known (the console's persons/{id}).
+PersonFacet = Callable[[int, Sequence[str]], Awaitable[Mapping[str, Any]]]
+
+# What a feature lets the owner do from a person's page (persona's "lift" of a silence or a
+# blacklisting in one chat): (person id, chat's stream id, now) -> whether anything changed.
+PersonAction = Callable[[int, int, datetime], Awaitable[bool]]
