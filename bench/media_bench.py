@@ -101,10 +101,10 @@ from pallas.product.conversation.turns.turn import NoTurnHandler  # noqa: E402
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS  # noqa: E402
 from pallas.product.media.feature import EXTENSION as MEDIA  # noqa: E402
 from pallas.product.media.fetching import FETCH_KIND, MediaStage  # noqa: E402
+from pallas.product.media.habit_store import StickerHabitStore  # noqa: E402
 from pallas.product.media.sticker_habit import CURSOR, MAX_STEPS, SETTLE, STEP  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
-from pallas.store.sticker_habit import StickerHabitStore  # noqa: E402
 
 SEED = 17
 GROUPS = 20

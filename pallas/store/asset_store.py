@@ -22,13 +22,13 @@ from datetime import datetime
 from pathlib import Path
 
 from loguru import logger
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX, asset_file
 from pallas.core.media import MediaInfo, sniff_media
 from pallas.store.message_media import rewrite_segment_texts, set_segment_assets
-from pallas.store.models import Asset, Sticker
+from pallas.store.models import Asset
 from pallas.store.sql import insert_ignoring_conflicts
 
 
@@ -131,17 +131,17 @@ class AssetStore:
         async with self.engine.connect() as conn:
             return int(await conn.scalar(select(func.coalesce(func.sum(Asset.size), 0))) or 0)
 
-    async def prune(self, max_bytes: int) -> int:
-        """Drop the least recently used assets until the rest fit in `max_bytes`."""
+    async def prune(self, max_bytes: int, keep: Select[tuple[str]] | None = None) -> int:
+        """Drop the least recently used assets until the rest fit in `max_bytes`; never the
+        ones whose hash `keep` selects (the media feature's sticker collection)."""
         total = await self.total_bytes()
         if total <= max_bytes:
             return 0
-        # The bot's own sticker collection is kept whatever its age (docs/media.md).
-        query = (
-            select(Asset.sha256, Asset.path, Asset.size)
-            .where(Asset.sha256.not_in(select(Sticker.sha256)))
-            .order_by(Asset.last_used_at, Asset.sha256)
+        query = select(Asset.sha256, Asset.path, Asset.size).order_by(
+            Asset.last_used_at, Asset.sha256
         )
+        if keep is not None:
+            query = query.where(Asset.sha256.not_in(keep))
         doomed: list[tuple[str, str]] = []
         async with self.engine.connect() as conn:
             for sha, path, size in await conn.execute(query):

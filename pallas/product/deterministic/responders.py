@@ -42,6 +42,7 @@ from pallas.product.deterministic.poke_back import (
     PokeVerdict,
     decide_poke_back,
 )
+from pallas.product.deterministic.recent import TimelineLine, bot_pokes_since, lines_up_to
 from pallas.product.deterministic.repeat import (
     REPEAT_WINDOW,
     ContentKey,
@@ -51,7 +52,6 @@ from pallas.product.deterministic.repeat import (
 )
 from pallas.product.settings.features import Feature, FeatureGate
 from pallas.store.outbox import OutboxStore
-from pallas.store.recent import TimelineLine, bot_pokes_since, lines_up_to
 from pallas.store.sql import BoundedCache
 
 NAME_LOOKUP_TIMEOUT_S = 3.0

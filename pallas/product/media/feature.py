@@ -16,6 +16,7 @@ from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.media.config import MediaConfig, MediaKeys
 from pallas.product.media.describe import DescribeDeps, Labeller, describe_message
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
+from pallas.product.media.habit_store import StickerHabitStore
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
 from pallas.product.media.settings import MediaParts, media_section
 from pallas.product.media.sight import DESCRIBE_KIND, Arrivals, Sight
@@ -31,13 +32,12 @@ from pallas.product.media.sticker_habit import (
     HabitDeps,
     run_habit_job,
 )
+from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.media.sticker_tools import sticker_tools
 from pallas.product.media.stickers import StickerReply, sticker_receipts
 from pallas.product.media.voice import VoiceReply
 from pallas.providers.catalog import ModelType
 from pallas.store.retention import scan_holds
-from pallas.store.sticker_habit import StickerHabitStore
-from pallas.store.sticker_library import StickerLibrary
 
 FETCH_TIMEOUT_S = 60.0
 DESCRIBE_TIMEOUT_S = 90.0

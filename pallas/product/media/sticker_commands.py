@@ -17,11 +17,11 @@ from typing import Any
 from pallas.core.inbound import SegmentKind
 from pallas.product.conversation.commands import CommandCall
 from pallas.product.media.describe import DescribeDeps, file_of
+from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.media.sticker_tools import short_id
 from pallas.product.media.vision import EMOTIONS, clean_description
 from pallas.store.asset_store import StoredAsset
 from pallas.store.message_media import message_segments, quoted_message_id
-from pallas.store.sticker_library import StickerLibrary
 
 LIST_LIMIT = 15
 

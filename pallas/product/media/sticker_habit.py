@@ -20,11 +20,11 @@ from loguru import logger
 from pallas.core.facts import MemoryKind, NewMemory
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.media.describe import Labeller
+from pallas.product.media.habit_store import StickerHabitStore
+from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.ports import Facts
 from pallas.store.asset_store import AssetLabel, AssetStore
 from pallas.store.jobs import ClaimedJob
-from pallas.store.sticker_habit import StickerHabitStore
-from pallas.store.sticker_library import StickerLibrary
 
 HABIT_KIND = "stickers.habit_scan"
 HABIT_SCAN = PeriodicJob(name="sticker_habit", kind=HABIT_KIND, every=timedelta(minutes=30))

@@ -20,8 +20,8 @@ from pallas.product.llm.tools.base import (
     ToolTag,
     Visibility,
 )
+from pallas.product.media.sticker_store import LibrarySticker, StickerLibrary
 from pallas.product.media.stickers import CHOSEN, match_score, pick_sticker
-from pallas.store.sticker_library import LibrarySticker, StickerLibrary
 
 DOMAIN = "sticker"
 SHORT_ID = 8

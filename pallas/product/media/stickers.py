@@ -24,10 +24,10 @@ from pallas.product.conversation.delivery.contract import OutgoingMedia
 from pallas.product.conversation.delivery.dispatcher import ReceiptListener
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext, FormEvent, ReplyShape
+from pallas.product.media.sticker_store import LibrarySticker, StickerLibrary
 from pallas.product.settings.features import Feature, FeatureGate
 from pallas.store.audit import EventKind
 from pallas.store.outbox import OutboxRow
-from pallas.store.sticker_library import LibrarySticker, StickerLibrary
 
 ATTITUDE_CHARS = 6  # words this short say no more than the sticker does
 CHOSEN = "sticker"  # the key `sticker.send` puts its choice under, in the turn's choices

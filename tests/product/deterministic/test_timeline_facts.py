@@ -18,7 +18,7 @@ from pallas.core.inbound import InboundMessage, Recall, Segment, SegmentKind
 from pallas.platform.onebot.send import own_message, own_poke
 from pallas.platform.onebot.translate import translate_event
 from pallas.product.conversation.ingress import Ingress, IngressOutcome
-from pallas.store.recent import SentPoke, bot_pokes_since, lines_up_to
+from pallas.product.deterministic.recent import SentPoke, bot_pokes_since, lines_up_to
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import BOT_ID, T0, group, message
 

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.inbound import MediaRef, Segment, SegmentKind
 from pallas.product.media import sticker_habit
 from pallas.product.media.describe import Labeller
+from pallas.product.media.habit_store import StickerHabitStore
 from pallas.product.media.sticker_habit import (
     HABIT_KIND,
     SETTLE,
@@ -20,14 +21,13 @@ from pallas.product.media.sticker_habit import (
     run_habit_job,
     scan_sticker_habit,
 )
+from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.memory.store import MemoryKind, MemoryStore
 from pallas.product.ports import Facts
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetLabel, AssetStore, StoredAsset
 from pallas.store.jobs import ClaimedJob
-from pallas.store.sticker_habit import StickerHabitStore
-from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.providers.support import catalog, harness, model
 from tests.support.fake_llm import FakeModelServer, Reply, Status

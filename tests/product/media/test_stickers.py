@@ -23,6 +23,7 @@ from pallas.product.conversation.turns.turn import Admitted, Turn
 from pallas.product.llm.agent.output import Intent, IntentKind, shape_reply
 from pallas.product.llm.agent.reply_forms import FormContext, FormEvent, ReplyShape
 from pallas.product.llm.tools.base import Conversation, ToolContext, ToolError
+from pallas.product.media.sticker_store import LibrarySticker, StickerLibrary
 from pallas.product.media.sticker_tools import (
     SEARCH_LIMIT,
     StickerSearchTool,
@@ -39,7 +40,6 @@ from pallas.product.media.stickers import (
 )
 from pallas.store.asset_store import AssetStore
 from pallas.store.audit import EventKind
-from pallas.store.sticker_library import LibrarySticker, StickerLibrary
 from tests.support.inbound import group, message
 from tests.support.pictures import picture
 

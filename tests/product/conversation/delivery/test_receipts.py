@@ -19,12 +19,12 @@ from pallas.platform.onebot.send import own_message
 from pallas.product.conversation.delivery.contract import OutgoingMedia, OutgoingReply
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.payload import PayloadError, asset_checker
+from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.media.stickers import MARK, sticker_receipts
 from pallas.store.asset_store import AssetStore, StoredAsset
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import OutboxItem
 from pallas.store.outbox import OutboxRow, OutboxStatus, OutboxStore
-from pallas.store.sticker_library import StickerLibrary
 from pallas.store.timeline import TimelineWriter
 from tests.product.conversation.delivery.test_outbox import POLICY, Kit, Outlet, drained
 from tests.support.fake_llm import silent_wav

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import MediaRef, Segment, SegmentKind
-from pallas.store.sticker_habit import StickerHabitStore, sticker_hashes
+from pallas.product.media.habit_store import StickerHabitStore, sticker_hashes
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import group, message
 

@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.assets import asset_path
 from pallas.core.media import is_sticker_text
-from pallas.store.models import Message, ScanCursor, StickerUse, UtcDateTime
+from pallas.product.media.tables import StickerUse
+from pallas.store.models import Message, ScanCursor, UtcDateTime
 from pallas.store.sql import upsert
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -14,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import asset_file
 from pallas.core.inbound import MediaRef, Segment, SegmentKind
+from pallas.product.media.habit_store import StickerHabitStore
+from pallas.product.media.retention import pruned_keeping_stickers
+from pallas.product.media.sticker_store import Favourite, StickerLibrary
+from pallas.product.media.tables import Sticker
 from pallas.store.asset_store import AssetLabel, AssetStore, StoredAsset
-from pallas.store.models import Sticker
-from pallas.store.sticker_habit import StickerHabitStore
-from pallas.store.sticker_library import Favourite, StickerLibrary
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.fake_llm import silent_wav
 from tests.support.inbound import group, message
@@ -232,7 +233,7 @@ async def test_retention_never_drops_a_collected_sticker(kit: Kit) -> None:
     files = [await kept(kit, color, at=i) for i, color in enumerate(COLORS)]
     oldest = files[0]  # the least recently used: the first to go, were it not collected
     await kit.library.add(oldest.sha256, "最老的", ("开心",), "owner", T0)
-    assert await kit.assets.prune(1) == len(COLORS) - 1
+    assert await pruned_keeping_stickers(kit.assets, 1) == len(COLORS) - 1
     assert await kit.assets.get(oldest.sha256) == oldest
     assert asset_file(kit.assets.folder, oldest.path).read_bytes() == picture(COLORS[0], (9, 9))
     assert await kit.assets.total_bytes() == oldest.size
@@ -242,14 +243,15 @@ async def test_retention_never_drops_a_collected_sticker(kit: Kit) -> None:
     assert [s.sha256 for s in await kit.library.enabled()] == [oldest.sha256]
     async with kit.engine.connect() as conn:
         assert list(await conn.scalars(select(Sticker.sha256))) == [oldest.sha256]
-    assert await kit.assets.prune(1) == 0  # only the collection is left: nothing to drop
+    # only the collection is left: nothing to drop
+    assert await pruned_keeping_stickers(kit.assets, 1) == 0
 
 
 async def test_a_disabled_sticker_is_still_kept_by_retention(kit: Kit) -> None:
     cat, dog = await kept(kit, "red", at=0), await kept(kit, "green", at=1)
     await kit.library.add(cat.sha256, "猫", (), "group", T0)
     await kit.library.set_enabled(cat.sha256, False)
-    assert await kit.assets.prune(0) == 1
+    assert await pruned_keeping_stickers(kit.assets, 0) == 1
     assert await kit.assets.get(cat.sha256) is not None
     assert await kit.assets.get(dog.sha256) is None
 

@@ -16,7 +16,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX
-from pallas.store.models import Asset, Sticker, StickerUse
+from pallas.product.media.tables import Sticker, StickerUse
+from pallas.store.models import Asset
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
 
