@@ -3,8 +3,9 @@
 Part 1 times `decide_disposition` alone, then the per-message pure path
 (`gate_request` + `decide_disposition` over an activity view of ~200 sightings), then the
 whole pure part of `Admission.on_message`. Part 2 starts an in-process `Runtime` on a fresh
-temporary SQLite data dir, drives `runtime.ingress.accept` at a steady rate across many group
-streams, and measures, per message, handler entry minus the moment its `accept` returned.
+temporary SQLite data dir, drives `runtime.conversation.ingress.accept` at a steady rate
+across many group streams, and measures, per message, handler entry minus the moment its
+`accept` returned.
 
 Run from the repository root: `.venv/bin/python bench/gate_bench.py [--calls N] [--rate R]
 [--seconds S] [--streams N] [--compare-rate R]`. Exits 1 if a message never reached a turn;
@@ -495,7 +496,7 @@ class Probe:
         self._cpu0 = 0.0
 
     def attach(self, runtime: Runtime) -> None:
-        inner_turn = runtime.turn_buffers._run_turn
+        inner_turn = runtime.conversation.turn_buffers._run_turn
 
         async def run_turn(batch: Batch) -> TurnDecision:
             now = time.perf_counter()
@@ -503,10 +504,10 @@ class Probe:
                 self.turn_task.setdefault(item.message_id, now)
             return await inner_turn(batch)
 
-        runtime.turn_buffers._run_turn = run_turn
+        runtime.conversation.turn_buffers._run_turn = run_turn
         for name, committer in (
-            ("timeline", runtime.writer._committer),
-            ("ledger", runtime.ledger._committer),
+            ("timeline", runtime.recorders.timeline._committer),
+            ("ledger", runtime.recorders.ledger._committer),
         ):
             committer._apply = self._timed(name, committer._apply)
 
@@ -681,7 +682,7 @@ async def warm_up(runtime: Runtime, recorder: EntryRecorder, streams: int, sende
     loads each stream's activity view and policy, as in a bot that has been running a while."""
     rng = random.Random(SEED)
     warm = [make_message(k, k, k % senders, "w", rng) for k in range(max(streams, senders))]
-    results = await asyncio.gather(*(runtime.ingress.accept(m) for m in warm))
+    results = await asyncio.gather(*(runtime.conversation.ingress.accept(m) for m in warm))
     await wait_for_turns(recorder, {r.stored.message_id for r in results if r.stored})
     await asyncio.sleep(0.2)
     recorder.entered.clear()
@@ -704,7 +705,7 @@ async def drive(
 
     async def one(msg: InboundMessage, due: float) -> None:
         nonlocal failed
-        result = await runtime.ingress.accept(msg)
+        result = await runtime.conversation.ingress.accept(msg)
         now = time.perf_counter()  # the row is committed and admission has run
         if result.stored is None:
             failed += 1

@@ -55,6 +55,7 @@ from bench.loops import add_loop_option, pick_runner  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
 from bench.stats import fmt, percentile, verdict  # noqa: E402
 from pallas.product.conversation.jobs.worker import JobWorker  # noqa: E402
+from pallas.store.database import Database  # noqa: E402
 from pallas.store.engine import create_engine  # noqa: E402
 from pallas.store.jobs import ClaimedJob, JobStore  # noqa: E402
 from pallas.store.migrate import upgrade_to_head  # noqa: E402
@@ -113,7 +114,8 @@ class TimedStore(JobStore):
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.lock = TimingLock()
-        super().__init__(engine, write_lock=self.lock)
+        Database.use_lock(engine, self.lock)
+        super().__init__(engine)
         self.claim_ms: list[float] = []
         self.claimed: list[int] = []  # jobs per claim call
         self.finish_ms: list[float] = []

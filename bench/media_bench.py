@@ -29,29 +29,28 @@ process. A `Runtime` is built on a fresh temporary data dir the way `bot.py` bui
 gate's ambient lottery off (probability 0: a turn's cost would land on whichever kind drew it;
 the `turns` column shows none ran), and what the plugin packages add to the stage list: the
 responders' stages (`repeat`, `poke_back`, `notices`) and media, installed through the feature
-seam exactly as `bot.py` installs them (the
-`media` stage and the real `media.fetch` handler among the rest). Everything `start` does runs
-except the job worker: `Jobs.start` is replaced by a no-op on this runtime, so the `media.fetch`
-jobs the media stage enqueues are committed and never run, and nothing is downloaded (the URLs
-point at 127.0.0.1:9 anyway); the run checks that every job is still pending and no file was
-kept. No NoneBot, no WebSocket: each message is a NapCat-shaped OneBot frame parsed by the
-adapter's `json_to_event` beforehand (not timed), then timed as the ingress hook runs it:
-`translate_event`, then `runtime.ingress.accept` (the timeline's commit, then the stage list:
-silence, commands, poke_back, notices, repeat, media, gate). Not included: NoneBot's dispatch
-after the hook, the hook's look-up of unknown @-mentioned members (none here), and of course the
-fetch itself. Messages go one at a time (each `accept` awaited before the next; the media
-stage's enqueue, a task of its own, may overlap the next message), after an untimed warm-up in
-which every (group, sender) pair has spoken once in text and once with a sticker. Three kinds,
-`--count` messages each, in 10 rounds of one block per kind (the order rotated each round and
-reversed every other one, so the slow drift of a run, the gate's activity views growing, falls
-on every kind alike): distinct chat lines; one sticker each, of a distinct file, so the repeater
-never fires; and the same stickers with the media stage switched off in its slot, which
-separates what the fetch job's enqueue costs from what an image segment costs anyway. CPU per
-message is the process CPU (`time.process_time`, all threads) of a block, until the block's
-enqueue tasks and ledger events are committed, divided by its messages. Target: "an image
-message's ingress cost unchanged", read as CPU per image message <= 1.15x per text message (PASS
-or MISS). The wall time of each message on the path (translate and `accept`) is printed too:
-p50, p99, mean.
+seam exactly as `bot.py` installs them (the `media` stage and the real `media.fetch` handler
+among the rest). Everything `start` does runs except the job worker: `Jobs.start` is replaced by
+a no-op on this runtime, so the `media.fetch` jobs the media stage enqueues are committed and
+never run, and nothing is downloaded (the URLs point at 127.0.0.1:9 anyway); the run checks that
+every job is still pending and no file was kept. No NoneBot, no WebSocket: each message is a
+NapCat-shaped OneBot frame parsed by the adapter's `json_to_event` beforehand (not timed), then
+timed as the ingress hook runs it: `translate_event`, then `runtime.conversation.ingress.accept`
+(the timeline's commit, then the stage list: silence, commands, poke_back, notices, repeat,
+media, gate). Not included: NoneBot's dispatch after the hook, the hook's look-up of unknown
+@-mentioned members (none here), and of course the fetch itself. Messages go one at a time (each
+`accept` awaited before the next; the media stage's enqueue, a task of its own, may overlap the
+next message), after an untimed warm-up in which every (group, sender) pair has spoken once in
+text and once with a sticker. Three kinds, `--count` messages each, in 10 rounds of one block
+per kind (the order rotated each round and reversed every other one, so the slow drift of a run,
+the gate's activity views growing, falls on every kind alike): distinct chat lines; one sticker
+each, of a distinct file, so the repeater never fires; and the same stickers with the media
+stage switched off in its slot, which separates what the fetch job's enqueue costs from what an
+image segment costs anyway. CPU per message is the process CPU (`time.process_time`, all
+threads) of a block, until the block's enqueue tasks and ledger events are committed, divided by
+its messages. Target: "an image message's ingress cost unchanged", read as CPU per image message
+<= 1.15x per text message (PASS or MISS). The wall time of each message on the path (translate
+and `accept`) is printed too: p50, p99, mean.
 
 Run from the repository root: `.venv/bin/python bench/media_bench.py [habit|ingress|all]
 [--messages 1000000] [--images 100000] [--increment 10000] [--count 2000]
@@ -92,6 +91,7 @@ from bench.machine import machine_line  # noqa: E402
 from bench.stats import fmt, percentile, verdict  # noqa: E402
 from pallas.app import KernelConfig, Runtime  # noqa: E402
 from pallas.config import load_settings  # noqa: E402
+from pallas.core.assets import ASSETS_FOLDER  # noqa: E402
 from pallas.core.inbound import InboundMessage  # noqa: E402
 from pallas.platform.onebot.adapter import PallasOneBotAdapter  # noqa: E402
 from pallas.platform.onebot.translate import translate_event  # noqa: E402
@@ -623,7 +623,7 @@ def build_runtime(data_dir: Path, handler: CountingHandler) -> Runtime:
 
 
 def media_stage(runtime: Runtime) -> MediaStage:
-    stage = next(s for s in runtime.stages.stages if s.name == "media")
+    stage = next(s for s in runtime.conversation.stages.stages if s.name == "media")
     if not isinstance(stage, MediaStage):
         raise RuntimeError(f"the media slot holds {type(stage).__name__}, not MediaStage")
     return stage
@@ -641,7 +641,7 @@ def build_rig(data_dir: Path) -> Rig:
 async def settle(rig: Rig) -> None:
     """Until the block's background work is committed: fetch-job enqueues, ledger events."""
     await rig.media.stage.drain()  # the gathered fetch asks, committed
-    await rig.runtime.ledger.flush()
+    await rig.runtime.recorders.ledger.flush()
 
 
 @dataclass(frozen=True)
@@ -661,7 +661,7 @@ async def push(rig: Rig, events: Sequence[Event]) -> list[float]:
         inbound = translate_event(parsed).event
         if not isinstance(inbound, InboundMessage):
             raise RuntimeError("a frame did not translate to a message")
-        await rig.runtime.ingress.accept(inbound)
+        await rig.runtime.conversation.ingress.accept(inbound)
         path.append((time.perf_counter() - start) * 1000)
     return path
 
@@ -689,7 +689,7 @@ async def job_counts(rig: Rig) -> JobCounts:
     query = "SELECT status, count(*) FROM job WHERE kind = ? GROUP BY status"
     async with rig.runtime.engine.connect() as conn:
         rows = dict((await conn.exec_driver_sql(query, (FETCH_KIND,))).all())
-    folder = rig.runtime.assets.folder
+    folder = rig.runtime.settings.pallas_data_dir / ASSETS_FOLDER
     files = sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
     pending = int(rows.pop("pending", 0))
     return JobCounts(pending, sum(int(v) for v in rows.values()), files)
@@ -726,7 +726,7 @@ async def run_ingress(data_dir: Path, count: int) -> IngressResult:
         warm = await warm_up(rig, 1)
         blocks = await run_rounds(rig, count)
         jobs = await job_counts(rig)
-        order = tuple(rig.runtime.stages.order)
+        order = tuple(rig.runtime.conversation.stages.order)
     finally:
         await rig.runtime.stop()  # media's lifespan closes its HTTP client
     return IngressResult(blocks, warm, jobs, order)

@@ -258,7 +258,7 @@ class Ingress:
         self._running = False
 
 
-async def prune(engine: AsyncEngine, lock: asyncio.Lock) -> tuple[list[RetentionReport], float]:
+async def prune(engine: AsyncEngine) -> tuple[list[RetentionReport], float]:
     holders = RetentionHolders()
     holders.hold("outbox", lambda: outbox_holds(engine))
     holders.hold("memory", lambda: memory_holds(engine))
@@ -269,7 +269,7 @@ async def prune(engine: AsyncEngine, lock: asyncio.Lock) -> tuple[list[Retention
     async def no_files(cutoff: datetime) -> int:
         return 0
 
-    deps = RetentionDeps(RetentionStore(engine, write_lock=lock), holders, policy, no_files,
+    deps = RetentionDeps(RetentionStore(engine), holders, policy, no_files,
                          lambda: NOW)  # fmt: skip
     reports: list[RetentionReport] = []
     started = time.perf_counter()
@@ -311,14 +311,13 @@ async def main(args: argparse.Namespace, loop_name: str) -> int:
         engine = create_engine(f"sqlite+aiosqlite:///{path}")
         built = await build(engine, path, args.messages)
         report_build(built, args.messages)
-        lock = asyncio.Lock()
-        writer = TimelineWriter(engine, write_lock=lock)
+        writer = TimelineWriter(engine)
         writer.start()
         load = Ingress(writer, args.rate)
         loading = asyncio.create_task(load.run())
         await asyncio.sleep(args.baseline_s)
         alone = load.take()
-        reports, seconds = await prune(engine, lock)
+        reports, seconds = await prune(engine)
         during = load.take()
         load.stop()
         await loading

@@ -32,7 +32,7 @@ Apply = Callable[[Sequence[InboundEvent]], Awaitable[list[WriteOutcome]]]
 
 def stamp_commits(runtime: Runtime) -> None:
     """Wrap the timeline committer's per-batch transaction (private; bench only)."""
-    committer = runtime.writer._committer
+    committer = runtime.recorders.timeline._committer
     committer._apply = _stamping(committer._apply)
 
 

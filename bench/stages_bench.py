@@ -95,9 +95,9 @@ async def run(messages: int, rounds: int, loop: str) -> None:
         runtime = Runtime.build(settings, features=(RESPONDERS,))
         await runtime.start()
         try:
-            gate_only = StageList([NoGate()], runtime.ledger, NoGate())
-            full = StageList([NoGate()], runtime.ledger, NoGate(), STAGE_ORDER)
-            named = {s.name: s for s in runtime.stages.stages}
+            gate_only = StageList([NoGate()], runtime.recorders.ledger, NoGate())
+            full = StageList([NoGate()], runtime.recorders.ledger, NoGate(), STAGE_ORDER)
+            named = {s.name: s for s in runtime.conversation.stages.stages}
             for name in ("silence", "commands", "repeat", "poke_back", "notices"):
                 full.register(named[name])
             print(f"order: {' -> '.join(full.order)}")

@@ -10,7 +10,6 @@ turn runner -> agent (context, decision, delivery through the OneBot outlet)
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from pallas.product.conversation.ingress import Ingress
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.retention import RetentionHolders, RetentionPolicy
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
-from pallas.product.conversation.stages import Stage, StageList
+from pallas.product.conversation.stages import StageList
 from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
@@ -76,6 +75,7 @@ from pallas.providers.providers_file import load_catalog
 from pallas.store import kernel_state
 from pallas.store.asset_store import AssetStore
 from pallas.store.character import CharacterStore
+from pallas.store.database import Database
 from pallas.store.engine import backend_name, create_engine
 from pallas.store.failures import classify, explain, short_detail
 from pallas.store.jobs import JobStore
@@ -119,33 +119,66 @@ class KernelConfig:
 
 
 @dataclass
-class Runtime:
-    settings: Settings
-    engine: AsyncEngine
-    writer: TimelineWriter
+class Recorders:
+    """What records as the bot runs, each committing in its own batches: the timeline, the
+    audit ledger, the model-call rows, and the model-call log (files, not the store)."""
+
+    timeline: TimelineWriter
     ledger: LedgerWriter
+    usage: LlmUsageWriter
+    call_log: CallLog
+
+    def start(self, *, log_calls: bool) -> None:
+        self.timeline.start()
+        self.ledger.start()
+        self.usage.start()
+        if log_calls:
+            self.call_log.open()
+
+    async def close(self) -> None:
+        await self.timeline.close()
+        await self.ledger.close()
+        await self.usage.close()
+        self.call_log.close()
+
+
+@dataclass
+class Conversation:
+    """From a stored message to a turn: the ingress, the stage list, the turn buffers, the
+    runner that hands a turn to its handler, and each group's gate policy."""
+
     ingress: Ingress
     stages: StageList
     turn_buffers: TurnBuffers
-    proactive: ProactiveTurns  # turns the bot starts itself, through the same runner
     runner: RunnerDeps
     policies: PolicyBook
-    kernel: KernelConfig
-    models: ModelManager
-    usage: LlmUsageWriter
-    call_log: CallLog
-    tools: ToolSetup
-    dispatcher: OutboxDispatcher
+    rebuffer_window: timedelta
+
+
+@dataclass
+class Delivery:
+    """The one way out (docs/delivery.md): the outbox rows, the dispatcher sending them in
+    order, and what every part hands its words to."""
+
     outbox: OutboxStore
+    dispatcher: OutboxDispatcher
     sender: OutboxDelivery
-    extensions: Installed  # the features that run, their tables and start/stop hooks
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    database: Database  # the engine and the rule for writing (pallas/store/database.py)
+    recorders: Recorders
+    conversation: Conversation
+    delivery: Delivery
     jobs: Jobs
-    lookups: PlatformLookups
-    assets: AssetStore
+    models: ModelManager
+    tools: ToolSetup
     settings_registry: SettingsRegistry  # every behaviour knob, stored (docs/console.md)
+    extensions: Installed  # the features that run: what they plugged, tables, start/stop
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
-    silence: SilenceStage
-    agent_config: AgentConfig
+    lookups: PlatformLookups  # forward content and unknown members, off the ingress path
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -157,131 +190,41 @@ class Runtime:
         features: Sequence[Extension] = (),
     ) -> Runtime:
         """The core, with `features` installed through the seam (bot.py passes the enabled
-        ones; a test passes what it exercises)."""
+        ones; a test passes what it exercises); `handler` stands in for the agent (tests)."""
         kernel = kernel or KernelConfig()
-        engine = create_engine(settings.database_url)
-        # One writer at a time on SQLite; PostgreSQL writers may overlap.
-        lock = asyncio.Lock() if backend_name(engine) == "sqlite" else None
-        writer = TimelineWriter(engine, write_lock=lock)
-        ledger = LedgerWriter(engine, write_lock=lock)
-        usage = LlmUsageWriter(engine, write_lock=lock)
-        call_log = CallLog(settings.pallas_data_dir / "logs" / "llm", started_at=utc_now())
-        models = _model_manager(settings, usage, call_log)
-        activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
-        outbox = OutboxStore(engine, write_lock=lock)
-        jobs = Jobs(JobStore(engine, write_lock=lock), utc_now)
-        asset_store = AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER, write_lock=lock)
+        database = Database.of(create_engine(settings.database_url))
+        recorders = _recorders(settings, database.engine)
+        models = _model_manager(settings, recorders.usage, recorders.call_log)
+        conversation, silence = _conversation(settings, database.engine, recorders, kernel)
+        outlet = _outlet(settings, database.engine, conversation.ingress)
+        delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel)
+        conversation.runner.queued_replies = delivery.outbox.waiting_messages
+        jobs = Jobs(JobStore(database.engine), utc_now)
+        tools = build_tools(database.engine, settings.pallas_data_dir,
+                            search_api_url=settings.web_search_api_url,
+                            search_api_key=settings.tavily_api_key)  # fmt: skip
         agent_file = AgentFile.read()
         agent_config = agent_file.core(config_models(BUILT_IN_FEATURES, features))
-        character = CharacterStore(engine, write_lock=lock)
-        table = SettingsTable(engine, write_lock=lock)
-        feature_gate = FeatureGate(table)
-        runner = RunnerDeps(
-            ledger=ledger,
-            handler=handler or NoTurnHandler(),  # replaced by the agent below
-            turn_ids=TurnIds(0),
-            activity=activities.get,
-            policy=policies.get,
-            clock=utc_now,
-            lottery_seed=LOTTERY_SEED,
-            queued_replies=outbox.waiting_messages,
-        )
-        turn_buffers = TurnBuffers(partial(run_turn, deps=runner), ledger)
-        admission = Admission(
-            AdmissionDeps(
-                engine=engine,
-                ledger=ledger,
-                turn_buffers=turn_buffers,
-                activities=activities,
-                policies=policies,
-                names=tuple(settings.nickname),
-                clock=utc_now,
-                lottery_seed=LOTTERY_SEED,
-            )
-        )
-        silence = SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now)
-        stages = StageList(_core_stages(silence, admission), ledger, admission, STAGE_ORDER)
-        ingress = Ingress(writer, stages)
-        assets = settings.pallas_data_dir / ASSETS_FOLDER
-        route = partial(temp_chat_group, engine)
-        sandbox_hub = SandboxHub()
-        outlet = RoutedOutlet(
-            OneBotOutlet(ingress, route=route, assets=assets),
-            SandboxOutlet(ingress, sandbox_hub, utc_now),
-        )
-        dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
-        delivery = OutboxDelivery(outbox, dispatcher, utc_now, asset_checker(assets))
-        action_ids = _ids(runner)
-        commands = CommandStage(
-            [WhyCommand(engine)],
-            settings.superusers,
-            delivery,
-            action_ids,
-            syntax=Syntax(tuple(settings.command_start), tuple(settings.command_sep)),
-            clock=utc_now,
-        )
-        stages.register(commands)
-        tools = build_tools(
-            engine,
-            settings.pallas_data_dir,
-            search_api_url=settings.web_search_api_url,
-            search_api_key=settings.tavily_api_key,
-        )
-        parts = CoreSectionParts(engine, policies, character, table, models, dispatcher,
-                                 tuple(settings.nickname), utc_now)  # fmt: skip
-        registry = core_registry(parts, agent_config, agent_reconfigure(lambda: runner.handler))
-        install_steering(commands, SteeringDeps(engine, registry, utc_now))
-        retention = RetentionHolders()
-        kept = _retention_policy(settings)
-        prune = RetentionParts(RetentionStore(engine, write_lock=lock), retention, table, call_log,
-                               kept, utc_now)  # fmt: skip
-        install_retention(prune, jobs, registry)
-        proactive = ProactiveTurns(engine, turn_buffers, runner)
-        core = CoreServices(
-            engine, lock or asyncio.Lock(), ledger, delivery, outbox, action_ids, utc_now,
-            settings.pallas_data_dir, outlet.nickname, feature_gate, table, settings, jobs,
-            models, agent_config, frozenset(settings.superusers), asset_store, Facts(),
-            proactive, tuple(settings.nickname), character,
-        )  # fmt: skip
-        targets = Targets(stages, commands, jobs, registry, runner.observers,
-                          tools.book.registry, retention, dispatcher, silence)  # fmt: skip
+        core = _core_services(settings, database, recorders, conversation, delivery, jobs,
+                              models, agent_config, outlet)  # fmt: skip
+        commands = _commands(settings, core)
+        conversation.stages.register(commands)
+        registry = _registry(core, conversation, delivery, commands)
+        targets = Targets(conversation.stages, commands, jobs, registry,
+                          conversation.runner.observers, tools.book.registry,
+                          _retention(settings, core, recorders, registry),
+                          delivery.dispatcher, silence)  # fmt: skip
         extensions = install_all(features, core, targets, BUILT_IN_FEATURES, agent_file)
-        if handler is None:
-            # The agent acts through the platform, which records the bot's own messages
-            # through the ingress: built last, with what the features plugged, then plugged
-            # into the turn runner.
-            runner.handler = _agent(
-                settings, engine, ledger, models, outlet, delivery, tools, agent_config,
-                extensions.plugged,
-            )  # fmt: skip
-        return cls(
-            settings=settings,
-            engine=engine,
-            writer=writer,
-            ledger=ledger,
-            ingress=ingress,
-            stages=stages,
-            turn_buffers=turn_buffers,
-            proactive=proactive,
-            runner=runner,
-            policies=policies,
-            kernel=kernel,
-            models=models,
-            usage=usage,
-            call_log=call_log,
-            tools=tools,
-            dispatcher=dispatcher,
-            outbox=outbox,
-            sender=delivery,
-            extensions=extensions,
-            jobs=jobs,
-            lookups=PlatformLookups(ingress),
-            assets=asset_store,
-            agent_config=agent_config,
-            settings_registry=registry,
-            outlet=outlet,
-            silence=silence,
-        )
+        # The agent acts with what the features plugged, so it is made last (tests bring
+        # their own handler); the runner hands each turn to it.
+        agent = handler or _agent(core, outlet, delivery, tools, extensions.plugged)
+        conversation.runner.handler = agent
+        return cls(settings, database, recorders, conversation, delivery, jobs, models, tools,
+                   registry, extensions, outlet, PlatformLookups(conversation.ingress))  # fmt: skip
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self.database.engine
 
     @property
     def database_backend(self) -> str:
@@ -294,35 +237,14 @@ class Runtime:
     async def start(self) -> None:
         data_dir = self.settings.pallas_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            # `python bot.py` has migrated already (pallas/store/preflight.py): this finds the
-            # store at its head, unless something changed it in between.
-            await upgrade_to_head(self.engine, self.extensions.migrations)
-        except Exception as exc:
-            url = self.engine.url.render_as_string(hide_password=False)
-            logger.critical(explain(classify(exc, migrating=True), url, short_detail(exc)))
-            raise
-        self.writer.start()
-        self.ledger.start()
-        self.usage.start()
-        if not self.models.catalog.empty:
-            self.call_log.open()
+        await self._migrate()
+        self.recorders.start(log_calls=not self.models.catalog.empty)
         await self.tools.book.purge_essential_switches(utc_now())
         await self.settings_registry.restore()  # the model choice, the reply limits
-        await self.dispatcher.recover()
-        self.dispatcher.start()
-        self.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
-        await recover_kernel(
-            RecoveryDeps(
-                engine=self.engine,
-                ledger=self.ledger,
-                turn_buffers=self.turn_buffers,
-                gate=self.stages,
-                window=self.kernel.rebuffer_window,
-                clock=utc_now,
-            )
-        )
-        self.turn_buffers.start()
+        await self.delivery.dispatcher.recover()
+        self.delivery.dispatcher.start()
+        await self._recover_turns()
+        self.conversation.turn_buffers.start()
         await self.jobs.start()
         await self.extensions.lifespans.start()
         # Everything loaded so far lives for the whole run: keep it out of the collector's
@@ -333,18 +255,159 @@ class Runtime:
         logger.info("store ready: {} database", self.database_backend)
         _announce_model_chat(self.models.catalog)
 
+    async def _migrate(self) -> None:
+        try:
+            # `python bot.py` has migrated already (pallas/store/preflight.py): this finds the
+            # store at its head, unless something changed it in between.
+            await upgrade_to_head(self.engine, self.extensions.migrations)
+        except Exception as exc:
+            url = self.engine.url.render_as_string(hide_password=False)
+            logger.critical(explain(classify(exc, migrating=True), url, short_detail(exc)))
+            raise
+
+    async def _recover_turns(self) -> None:
+        conversation = self.conversation
+        conversation.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
+        await recover_kernel(
+            RecoveryDeps(
+                engine=self.engine,
+                ledger=self.recorders.ledger,
+                turn_buffers=conversation.turn_buffers,
+                gate=conversation.stages,
+                window=conversation.rebuffer_window,
+                clock=utc_now,
+            )
+        )
+
     async def stop(self) -> None:
         await self.extensions.lifespans.stop()
         await self.jobs.stop()
-        await self.turn_buffers.stop()
-        await self.runner.observers.drain()
-        await self.dispatcher.stop()
+        await self.conversation.turn_buffers.stop()
+        await self.conversation.runner.observers.drain()
+        await self.delivery.dispatcher.stop()
         await self.models.close()
-        await self.writer.close()
-        await self.ledger.close()
-        await self.usage.close()
-        self.call_log.close()
+        await self.recorders.close()
         await self.engine.dispose()
+
+
+def _recorders(settings: Settings, engine: AsyncEngine) -> Recorders:
+    return Recorders(
+        TimelineWriter(engine),
+        LedgerWriter(engine),
+        LlmUsageWriter(engine),
+        CallLog(settings.pallas_data_dir / "logs" / "llm", started_at=utc_now()),
+    )
+
+
+def _conversation(
+    settings: Settings, engine: AsyncEngine, recorders: Recorders, kernel: KernelConfig
+) -> tuple[Conversation, SilenceStage]:
+    """Ingress -> the stage list (silence ... gate) -> turn buffers -> runner; the handler and
+    the other stages come later (the agent, the commands, the features)."""
+    activities, policies = ActivityBook(engine), PolicyBook(engine, kernel.gate)
+    ledger = recorders.ledger
+    runner = RunnerDeps(
+        ledger=ledger,
+        handler=NoTurnHandler(),  # until the agent is made, once the features are in
+        turn_ids=TurnIds(0),
+        activity=activities.get,
+        policy=policies.get,
+        clock=utc_now,
+        lottery_seed=LOTTERY_SEED,
+    )
+    turn_buffers = TurnBuffers(partial(run_turn, deps=runner), ledger)
+    admission = Admission(
+        AdmissionDeps(
+            engine=engine,
+            ledger=ledger,
+            turn_buffers=turn_buffers,
+            activities=activities,
+            policies=policies,
+            names=tuple(settings.nickname),
+            clock=utc_now,
+            lottery_seed=LOTTERY_SEED,
+        )
+    )
+    silence = SilenceStage([BlockedUsers(settings.pallas_blocked_users)], utc_now)
+    stages = StageList([silence, admission], recorders.ledger, admission, STAGE_ORDER)
+    ingress = Ingress(recorders.timeline, stages)
+    parts = Conversation(ingress, stages, turn_buffers, runner, policies, kernel.rebuffer_window)
+    return parts, silence
+
+
+def _outlet(settings: Settings, engine: AsyncEngine, ingress: Ingress) -> RoutedOutlet:
+    """Where the bot's actions go: NapCat, or the console's sandbox for its own chats; the
+    bot's own messages come back through the ingress."""
+    assets = settings.pallas_data_dir / ASSETS_FOLDER
+    return RoutedOutlet(
+        OneBotOutlet(ingress, route=partial(temp_chat_group, engine), assets=assets),
+        SandboxOutlet(ingress, SandboxHub(), utc_now),
+    )
+
+
+def _delivery(
+    settings: Settings, engine: AsyncEngine, outlet: RoutedOutlet, ledger: LedgerWriter,
+    kernel: KernelConfig,
+) -> Delivery:  # fmt: skip
+    outbox = OutboxStore(engine)
+    dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
+    checked = asset_checker(settings.pallas_data_dir / ASSETS_FOLDER)
+    return Delivery(outbox, dispatcher, OutboxDelivery(outbox, dispatcher, utc_now, checked))
+
+
+def _core_services(
+    settings: Settings, database: Database, recorders: Recorders, conversation: Conversation,
+    delivery: Delivery, jobs: Jobs, models: ModelManager, agent_config: AgentConfig,
+    outlet: RoutedOutlet,
+) -> CoreServices:  # fmt: skip
+    """What a feature may use of the core (pallas/product/extensions.py)."""
+    engine, runner = database.engine, conversation.runner
+    table = SettingsTable(engine)
+    return CoreServices(
+        engine, database, recorders.ledger, delivery.sender, delivery.outbox, _ids(runner),
+        utc_now, settings.pallas_data_dir, outlet.nickname, FeatureGate(table), table,
+        settings, jobs, models, agent_config, frozenset(settings.superusers),
+        AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER), Facts(),
+        ProactiveTurns(engine, conversation.turn_buffers, runner), tuple(settings.nickname),
+        CharacterStore(engine),
+    )  # fmt: skip
+
+
+def _commands(settings: Settings, core: CoreServices) -> CommandStage:
+    """The chat commands' stage: /why of its own; the others come from the settings
+    commands and the features."""
+    return CommandStage(
+        [WhyCommand(core.engine)],
+        settings.superusers,
+        core.sender,
+        core.action_ids,
+        syntax=Syntax(tuple(settings.command_start), tuple(settings.command_sep)),
+        clock=utc_now,
+    )
+
+
+def _registry(
+    core: CoreServices, conversation: Conversation, delivery: Delivery, commands: CommandStage
+) -> SettingsRegistry:
+    """The core's settings sections, and the chat commands that change them."""
+    parts = CoreSectionParts(core.engine, conversation.policies, core.character,
+                             core.settings_table, core.models, delivery.dispatcher,
+                             core.bot_names, utc_now)  # fmt: skip
+    runner = conversation.runner
+    registry = core_registry(parts, core.agent_config, agent_reconfigure(lambda: runner.handler))
+    install_steering(commands, SteeringDeps(core.engine, registry, utc_now))
+    return registry
+
+
+def _retention(
+    settings: Settings, core: CoreServices, recorders: Recorders, registry: SettingsRegistry
+) -> RetentionHolders:
+    """The hourly clean-up, its section, and the holders features add theirs to."""
+    holders = RetentionHolders()
+    parts = RetentionParts(RetentionStore(core.engine), holders, core.settings_table,
+                           recorders.call_log, _retention_policy(settings), utc_now)  # fmt: skip
+    install_retention(parts, core.jobs, registry)
+    return holders
 
 
 def _ids(runner: RunnerDeps) -> Callable[[], int]:
@@ -362,11 +425,6 @@ def _retention_policy(settings: Settings) -> RetentionPolicy:
     )
 
 
-def _core_stages(silence: SilenceStage, gate: Admission) -> list[Stage]:
-    """The stages of the core; features register the others into STAGE_ORDER (the seam)."""
-    return [silence, gate]
-
-
 def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog) -> ModelManager:
     return ModelManager(
         load_catalog(settings),
@@ -375,32 +433,25 @@ def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog)
 
 
 def _agent(
-    settings: Settings,
-    engine: AsyncEngine,
-    ledger: LedgerWriter,
-    models: ModelManager,
-    outlet: RoutedOutlet,
-    delivery: OutboxDelivery,
-    tools: ToolSetup,
-    config: AgentConfig,
-    plugs: Plugged,
-) -> TurnHandler:
+    core: CoreServices, outlet: RoutedOutlet, delivery: Delivery, tools: ToolSetup,
+    plugged: Plugged,
+) -> TurnHandler:  # fmt: skip
     return build_agent_handler(
-        engine=engine,
-        ledger=ledger,
-        models=models,
+        engine=core.engine,
+        ledger=core.ledger,
+        models=core.models,
         outlet=outlet,
-        delivery=delivery,
-        config=config,
-        sources=plugs.context_sources,
-        preparers=plugs.preparers,
-        forms=plugs.reply_forms,
-        personas=plugs.personas,
-        listeners=plugs.listeners,
-        nicknames=tuple(settings.nickname),
+        delivery=delivery.sender,
+        config=core.agent_config,
+        sources=plugged.context_sources,
+        preparers=plugged.preparers,
+        forms=plugged.reply_forms,
+        personas=plugged.personas,
+        listeners=plugged.listeners,
+        nicknames=core.bot_names,
         book=tools.book,
         skills=tools.skills,
-        superusers=frozenset(settings.superusers),
+        superusers=core.superusers,
     )
 
 

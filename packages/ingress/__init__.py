@@ -57,7 +57,7 @@ async def persist_inbound(bot: Bot, event: Event) -> bool:
     if isinstance(inbound, InboundMessage) and inbound.truncated:
         logger.warning("oversized message truncated: {}", describe_inbound(inbound))
     runtime = current_runtime()
-    result = await runtime.ingress.accept(inbound)
+    result = await runtime.conversation.ingress.accept(inbound)
     if result.stored is not None and isinstance(inbound, InboundMessage):
         await _fill_in_later(bot, inbound)
     return result.should_continue

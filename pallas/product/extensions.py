@@ -54,6 +54,7 @@ from pallas.product.settings.registry import Section, SettingsRegistry
 from pallas.providers.manager import ModelManager
 from pallas.store.asset_store import AssetStore
 from pallas.store.character import CharacterStore
+from pallas.store.database import Database
 from pallas.store.ledger import LedgerWriter
 from pallas.store.migrate import Migrations
 from pallas.store.outbox import OutboxStore
@@ -82,7 +83,7 @@ class CoreServices:
     audit trail, the clock, and the settings it reads."""
 
     engine: AsyncEngine
-    write_lock: Any  # asyncio.Lock: SQLite's one writer at a time
+    database: Database  # the engine and how to write to it (`database.write()`)
     ledger: LedgerWriter
     sender: Sender
     outbox: OutboxStore

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX, asset_file
 from pallas.core.media import MediaInfo, sniff_media
+from pallas.store.database import Database
 from pallas.store.message_media import rewrite_segment_texts, set_segment_assets
 from pallas.store.models import Asset
 from pallas.store.sql import insert_ignoring_conflicts
@@ -57,11 +58,11 @@ class AssetLabel:
 
 class AssetStore:
     def __init__(
-        self, engine: AsyncEngine, folder: Path, *, write_lock: asyncio.Lock | None = None
+        self, engine: AsyncEngine, folder: Path
     ) -> None:
         self.engine = engine
         self.folder = folder
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def put(self, data: bytes, now: datetime, *, source: str = "platform") -> StoredAsset:
         """Keep `data` (once); raises `NotMedia` for anything not a usable image or sound."""
@@ -73,7 +74,7 @@ class AssetStore:
             return known
         relative = f"{sha[:2]}/{sha}.{info.extension}"
         await asyncio.to_thread(_write_atomically, asset_file(self.folder, relative), data)
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 insert_ignoring_conflicts(conn, Asset.__table__).values(
                     **_row(sha, relative, info, len(data)), source=source, created_at=now,
@@ -91,7 +92,7 @@ class AssetStore:
         return StoredAsset(*row) if row is not None else None
 
     async def touch(self, sha256: str, now: datetime) -> None:
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(last_used_at=now))
 
     async def label(self, sha256: str) -> AssetLabel | None:
@@ -111,21 +112,21 @@ class AssetStore:
 
     async def mark_labelling(self, sha256: str, now: datetime) -> None:
         """Note a vision call about the file before it is made: a crash still counts it."""
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(labelled_at=now))
 
     async def set_label(self, sha256: str, label: AssetLabel) -> None:
         values = {"description": label.description, "emotions": " ".join(label.emotions)}
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(update(Asset).where(Asset.sha256 == sha256).values(**values))
 
     async def record_on_message(self, message_id: int, assets: Mapping[int, str]) -> None:
         """Note on a stored message which asset each of its segments (by index) became."""
-        await set_segment_assets(self.engine, message_id, assets, write_lock=self._lock)
+        await set_segment_assets(self._writes, message_id, assets)
 
     async def rewrite_texts(self, message_id: int, texts: Mapping[int, str]) -> str | None:
         """Replace placeholders on a stored message with what its files show (by segment)."""
-        return await rewrite_segment_texts(self.engine, message_id, texts, write_lock=self._lock)
+        return await rewrite_segment_texts(self._writes, message_id, texts)
 
     async def total_bytes(self) -> int:
         async with self.engine.connect() as conn:
@@ -149,7 +150,7 @@ class AssetStore:
                     break
                 doomed.append((sha, path))
                 total -= int(size)
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(delete(Asset).where(Asset.sha256.in_([sha for sha, _ in doomed])))
         for _, path in doomed:
             await asyncio.to_thread(_remove, asset_file(self.folder, path))

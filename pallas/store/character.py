@@ -4,7 +4,6 @@ section). Read every turn, so kept once read; one store for the whole process.""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.models import BotCharacter
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
@@ -26,9 +26,9 @@ class StoredCharacter:
 
 
 class CharacterStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
         self._characters: dict[str, StoredCharacter] = {}  # read every turn: kept once read
 
     async def character(
@@ -38,7 +38,7 @@ class CharacterStore:
         if self_id in self._characters:
             return self._characters[self_id]
         values = {"self_id": self_id, **seed.__dict__, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             table = BotCharacter.__table__
             await conn.execute(insert_ignoring_conflicts(conn, table).values(values))
             row = (
@@ -59,7 +59,7 @@ class CharacterStore:
         current = await self.character(self_id, seed, now)
         changed = StoredCharacter(**{**current.__dict__, field: value})
         values: dict[str, Any] = {"self_id": self_id, **changed.__dict__, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(upsert(conn, BotCharacter.__table__, ["self_id"], values))
         self._characters[self_id] = changed
         return changed

@@ -44,16 +44,16 @@ class GroupCommitter(Generic[T, R]):
         *,
         max_batch: int = 500,
         patience_s: float = 0.0,
-        write_lock: asyncio.Lock | None = None,
+        write_lock: asyncio.Lock,
     ) -> None:
         self._name = name
         self._apply = apply
         self._max_batch = max_batch
         self._patience_s = patience_s
         self._impatient = asyncio.Event()  # set when an item that may not wait is queued
-        # SQLite has one writer at a time: committers sharing a database share this lock, so
-        # they queue here instead of sleeping in SQLite's busy-retry loop.
-        self._write_lock = write_lock or asyncio.Lock()
+        # The database's rule for writers (pallas/store/database.py): on SQLite one lock
+        # shared by every writer, so they queue here instead of in SQLite's busy-retry loop.
+        self._write_lock = write_lock
         self._queue: asyncio.Queue[_Pending[T, R] | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._closed = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,6 +10,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
+from pallas.store.database import Database
 from pallas.store.models import Identity, Person, Stream
 from pallas.store.sql import BoundedCache, insert_ignoring_conflicts
 
@@ -171,8 +171,8 @@ def _stream_row(key: StreamKey, now: datetime) -> dict[str, object]:
 
 
 async def ensure_stream(
-    engine: AsyncEngine, key: StreamKey, now: datetime, write_lock: asyncio.Lock
+    engine: AsyncEngine, key: StreamKey, now: datetime
 ) -> int:
     """The stream row of a chat the bot starts itself (a private message to an owner)."""
-    async with write_lock, engine.begin() as conn:
+    async with Database.of(engine).write() as conn:
         return (await StreamResolver().resolve(conn, [key], now))[key]

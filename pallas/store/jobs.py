@@ -13,7 +13,6 @@ claim it again. Every method takes `now`: the store never reads the wall clock.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.models import Job, UtcDateTime
 
 MAX_ERROR_CHARS = 300
@@ -193,12 +193,12 @@ _EXTEND = _HELD.values(lease_expires_at=bindparam("expires", type_=UtcDateTime()
 
 
 class JobStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         dialect = engine.dialect.name
         if dialect not in _INSERTS:
             raise ValueError(f"jobs: unsupported database backend {dialect!r}")
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
         self._insert_quietly = _INSERTS[dialect](_JOB).on_conflict_do_nothing(
             index_elements=[_C.idempotency_key]
         )
@@ -234,7 +234,7 @@ class JobStore:
             "created_at": now,
             "updated_at": now,
         }
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             new_id = (await conn.execute(self._insert, values)).scalar()
             if new_id is not None:
                 return JobRef(int(new_id), created=True)
@@ -265,7 +265,7 @@ class JobStore:
             }
             for payload, key in items
         ]
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(self._insert_quietly, rows)
 
     async def claim(
@@ -292,7 +292,7 @@ class JobStore:
         _validate_holder(holder)
         params = {"now": now, "holder": holder, "expires": now + lease, "limit": limit}
         done: list[int] = []
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             if finished:  # one statement for all of them: a round trip each would add up
                 statement = _FINISH_MANY.where(_C.id.in_(list(finished)))
                 done = list((await conn.execute(statement, params)).scalars())
@@ -333,14 +333,14 @@ class JobStore:
             .where(_C.status == _RUNNING)
             .values(lease_expires_at=now - timedelta(microseconds=1), updated_at=now)
         )
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             return int((await conn.execute(statement)).rowcount or 0)
 
     async def purge_finished(self, before: datetime) -> int:
         """Delete done and failed jobs last changed before `before` (housekeeping)."""
         finished = (JobStatus.DONE.value, JobStatus.FAILED.value)
         statement = delete(_JOB).where(_C.status.in_(finished), _C.updated_at < before)
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             return int((await conn.execute(statement)).rowcount or 0)
 
     async def next_due(self, now: datetime) -> datetime | None:
@@ -380,7 +380,7 @@ class JobStore:
         self, statement: Any, job_id: int, holder: str, now: datetime, **params: Any
     ) -> bool:
         values = {"job_id": job_id, "holder": holder, "now": now, **params}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             result = await conn.execute(statement, values)
         return result.rowcount == 1
 

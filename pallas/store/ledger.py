@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.audit import EventKind
+from pallas.store.database import Database
 from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.models import Event, Message, StreamState
 from pallas.store.sql import upsert
@@ -72,12 +73,14 @@ class LedgerWriter:
         engine: AsyncEngine,
         *,
         clock: Clock = utc_now,
-        write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
         self._clock = clock
         self._committer: GroupCommitter[LedgerOp, None] = GroupCommitter(
-            "ledger writer", self._apply, patience_s=RECORD_SOON_S, write_lock=write_lock
+            "ledger writer",
+            self._apply,
+            patience_s=RECORD_SOON_S,
+            write_lock=Database.of(engine).writes().lock,
         )
         self._background: set[asyncio.Future[None]] = set()
 

@@ -15,6 +15,7 @@ from loguru import logger
 from sqlalchemy import Select, case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.models import LlmCall, Stream
 
 MAX_ERROR_CHARS = 500
@@ -53,11 +54,10 @@ class LlmUsageWriter:
         self,
         engine: AsyncEngine,
         *,
-        write_lock: asyncio.Lock | None = None,
         linger_s: float = 0.5,
     ) -> None:
         self._engine = engine
-        self._write_lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
         self._linger_s = linger_s
         self._buffer: list[LlmCallRow] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -113,7 +113,7 @@ class LlmUsageWriter:
                 await self._commit([row])
 
     async def _insert(self, rows: list[LlmCallRow]) -> None:
-        async with self._write_lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(insert(LlmCall), [_values(row) for row in rows])
 
 

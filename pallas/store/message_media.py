@@ -6,7 +6,6 @@ later reader (a turn, the sticker habit) finds the file without fetching anythin
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.media import UNDESCRIBED
+from pallas.store.database import Writes
 from pallas.store.models import Message
 
 
@@ -24,16 +24,14 @@ async def message_segments(engine: AsyncEngine, message_id: int) -> list[dict[st
 
 
 async def set_segment_assets(
-    engine: AsyncEngine,
+    writes: Writes,
     message_id: int,
     assets: Mapping[int, str],
-    *,
-    write_lock: asyncio.Lock,
 ) -> None:
     """Record `asset:` references on the message's segments, by segment index."""
     if not assets:
         return
-    async with write_lock, engine.begin() as conn:
+    async with writes.begin() as conn:
         value = await conn.scalar(select(Message.segments).where(Message.id == message_id))
         segments = [dict(segment) for segment in value or []]
         for index, reference in assets.items():
@@ -47,17 +45,15 @@ async def set_segment_assets(
 
 
 async def rewrite_segment_texts(
-    engine: AsyncEngine,
+    writes: Writes,
     message_id: int,
     texts: Mapping[int, str],
-    *,
-    write_lock: asyncio.Lock,
 ) -> str | None:
     """Replace the texts of some of a message's segments (a picture's placeholder by what it
     shows) and the message's text with them; the new text, or None if the message is gone."""
     if not texts:
         return None
-    async with write_lock, engine.begin() as conn:
+    async with writes.begin() as conn:
         value = await conn.scalar(select(Message.segments).where(Message.id == message_id))
         if value is None:
             return None

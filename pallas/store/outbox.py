@@ -11,7 +11,6 @@ before the platform is called, so a crash in between is visible at start-up.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import StreamKey, StreamKind
+from pallas.store.database import Database
 from pallas.store.models import Message, OutboxItem, Reply, Stream
 
 MAX_ERROR_CHARS = 300
@@ -79,9 +79,9 @@ class OutboxRow:
 
 
 class OutboxStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def enqueue(
         self,
@@ -109,7 +109,7 @@ class OutboxStore:
         responder run again for the same message after a crash) returns the first rows.
         """
         keys = item_keys(key, len(items))
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             if keys:
                 existing = await _keyed_rows(conn, keys)
                 if existing:
@@ -190,7 +190,7 @@ class OutboxStore:
             .where(OutboxItem.id == item_id)
             .values(status=status.value, updated_at=now, **values)
         )
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(statement)
 
     async def mark_sending(self, item_ids: Sequence[int], now: datetime) -> None:
@@ -200,13 +200,13 @@ class OutboxStore:
             .where(OutboxItem.id.in_(item_ids))
             .values(status=OutboxStatus.SENDING.value, updated_at=now)
         )
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(statement)
 
     async def mark_sent(self, receipts: Sequence[tuple[int, str]], now: datetime) -> None:
         """(row id, platform message id) of rows the platform confirmed: one transaction."""
         params = [{"row": row, "pid": pid, "now": now} for row, pid in receipts]
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(_MARK_SENT, params)
 
     async def statuses(self, item_ids: Sequence[int]) -> dict[int, str]:

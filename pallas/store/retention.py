@@ -20,6 +20,7 @@ from datetime import datetime
 from sqlalchemy import delete, literal, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.engine import backend_name
 from pallas.store.models import (
     Event,
@@ -96,9 +97,9 @@ Step = Callable[[AsyncConnection, int], Awaitable[tuple[int, bool]]]
 
 
 class RetentionStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def prune_messages(self, before: datetime, holds: Holds, budget: Budget) -> Pass:
         """Messages whose time is before `before` (and before `holds.since`), unless held.
@@ -202,7 +203,7 @@ class RetentionStore:
         pages are reused by new rows, the file is not shrunk (docs/retention.md)."""
         if backend_name(self.engine) != "sqlite":
             return
-        async with self._lock, self.engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.exec_driver_sql("PRAGMA optimize")
 
     async def _batches(self, table: str, step: Step, budget: Budget) -> Pass:
@@ -210,7 +211,7 @@ class RetentionStore:
         longest = 0.0
         rows = budget.rows
         while not budget.spent():
-            async with self._lock:
+            async with self._writes.lock:
                 started = time.perf_counter()
                 async with self.engine.begin() as conn:
                     count, more = await step(conn, rows)

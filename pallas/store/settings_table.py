@@ -3,13 +3,13 @@ kept in memory too (bounded), and every write here updates that copy."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.models import SettingValues
 from pallas.store.sql import BoundedCache, upsert
 
@@ -17,9 +17,9 @@ CACHED = 10_000
 
 
 class SettingsTable:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
         self._cache: BoundedCache[tuple[str, str], dict[str, Any]] = BoundedCache(CACHED)
 
     async def load(self, section: str, scope_id: str) -> dict[str, Any]:
@@ -38,6 +38,6 @@ class SettingsTable:
         self, section: str, scope_id: str, values: dict[str, Any], now: datetime
     ) -> None:
         row = {"section": section, "scope_id": scope_id, "values": values, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(upsert(conn, SettingValues.__table__, ["section", "scope_id"], row))
         self._cache.put_all({(section, scope_id): dict(values)})

@@ -6,7 +6,6 @@ own row is committed.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from pallas.core.inbound import (
     Recall,
 )
 from pallas.store.audit import EventKind
+from pallas.store.database import Database
 from pallas.store.forwards import fill_in_forward
 from pallas.store.group_commit import GroupCommitter, WriterClosedError
 from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, UserKey
@@ -70,7 +70,6 @@ class TimelineWriter:
         *,
         clock: Clock = utc_now,
         max_batch: int = 500,
-        write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
         self._clock = clock
@@ -81,7 +80,7 @@ class TimelineWriter:
             "timeline writer",
             self._apply,
             max_batch=max_batch,
-            write_lock=write_lock,
+            write_lock=Database.of(engine).writes().lock,
         )
 
     def start(self) -> None:

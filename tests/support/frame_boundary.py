@@ -86,11 +86,16 @@ def log_string(event: Event) -> str | None:
 
 
 @dataclass
+class PluginConversation:
+    ingress: Ingress
+
+
+@dataclass
 class PluginRuntime:
     """What the ingress plugin takes from the runtime (packages/_runtime.py), for real."""
 
     engine: AsyncEngine
-    ingress: Ingress
+    conversation: PluginConversation
     lookups: PlatformLookups
 
 
@@ -225,7 +230,7 @@ async def boundary(
     writer = TimelineWriter(engine)
     writer.start()
     ingress = Ingress(writer)  # no next stage: messages are recorded, nothing more
-    runtime = PluginRuntime(engine, ingress, PlatformLookups(ingress))
+    runtime = PluginRuntime(engine, PluginConversation(ingress), PlatformLookups(ingress))
     adapter = nonebot.get_adapter(PallasOneBotAdapter)
     hook = adapter.inbound_hook
     assert hook is not None and hook.__module__ == "packages.ingress"  # tests/conftest.py

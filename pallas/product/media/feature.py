@@ -72,9 +72,8 @@ def install_media(plugs: Plugs, config: MediaConfig | None = None) -> None:
     config = config or plugs.config.media
     client = httpx.AsyncClient()
     plugs.add_lifespan(_nothing, client.aclose, name="media http client")
-    lock = core.write_lock
-    media = _Media(plugs, core, StickerHabitStore(core.engine, write_lock=lock),
-                   StickerLibrary(core.engine, write_lock=lock), client)  # fmt: skip
+    media = _Media(plugs, core, StickerHabitStore(core.engine),
+                   StickerLibrary(core.engine), client)  # fmt: skip
     labeller = Labeller(core.assets, core.models, core.clock, config.labels_per_hour)
     _keep_pictures(media)
     describe, sight = _understand(media, labeller, config)

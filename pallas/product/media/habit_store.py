@@ -9,7 +9,6 @@ retention before the scan) is not counted; market stickers (mface) are left out.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from pallas.core.assets import asset_path
 from pallas.core.media import is_sticker_text
 from pallas.product.media.tables import StickerUse
+from pallas.store.database import Database
 from pallas.store.models import Message, ScanCursor, UtcDateTime
 from pallas.store.sql import upsert
 
@@ -61,13 +61,13 @@ def sticker_hashes(segments: Iterable[dict[str, Any]]) -> list[str]:
 
 
 class StickerHabitStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def scan_step(self, name: str, until: datetime, limit: int) -> ScanStep:
         """Read up to `limit` messages after the cursor and older than `until`; count them."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             after = await _cursor(conn, name)
             ids = await _ids_after(conn, after, until, limit)
             if not ids:

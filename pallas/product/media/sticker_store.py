@@ -7,7 +7,6 @@ file is never dropped by the assets' retention (docs/media.md).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.assets import ASSET_PREFIX
 from pallas.product.media.tables import Sticker, StickerUse
+from pallas.store.database import Database
 from pallas.store.models import Asset
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
@@ -47,9 +47,9 @@ class Favourite:
 
 
 class StickerLibrary:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def add(
         self,
@@ -72,7 +72,7 @@ class StickerLibrary:
             "enabled": True,
             "uses": 0,
         }
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             if replace:
                 keep = {k: v for k, v in values.items() if k != "uses"}
                 await conn.execute(upsert(conn, Sticker.__table__, ["sha256"], keep))
@@ -102,7 +102,7 @@ class StickerLibrary:
         ]
 
     async def set_enabled(self, sha256: str, enabled: bool) -> bool:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             result = await conn.execute(
                 update(Sticker).where(Sticker.sha256 == sha256).values(enabled=enabled)
             )
@@ -110,7 +110,7 @@ class StickerLibrary:
 
     async def count_sent(self, sha256: str, now: datetime) -> None:
         """One more use, once the platform confirmed the send."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 update(Sticker)
                 .where(Sticker.sha256 == sha256)
@@ -145,7 +145,7 @@ class StickerLibrary:
             return [Favourite(*row) for row in await conn.execute(query)]
 
     async def mark_promoted(self, favourite: Favourite, now: datetime) -> None:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 update(StickerUse)
                 .where(

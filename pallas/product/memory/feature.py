@@ -50,7 +50,7 @@ def memory_extension(config: MemoryConfig | None = None) -> Extension:
 def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     core = plugs.core
     config = config or plugs.config.memory
-    store = MemoryStore(core.engine, write_lock=core.write_lock)
+    store = MemoryStore(core.engine)
     _install_keeping(plugs, store)
     if not config.enabled:
         logger.info("memory is off (memory.enabled is false in config/agent.yml)")

@@ -7,7 +7,6 @@ never deletes a row: the entry's status says it is no longer recalled. See docs/
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +26,7 @@ from pallas.product.memory.tables import (
     MemoryTerm,
     MemoryVector,
 )
+from pallas.store.database import Database
 from pallas.store.sql import insert_ignoring_conflicts, upsert
 
 MAX_TEXT_CHARS = 300
@@ -118,11 +118,10 @@ class MemoryStore:
         engine: AsyncEngine,
         *,
         limits: MemoryLimits | None = None,
-        write_lock: asyncio.Lock | None = None,
     ) -> None:
         self._engine = engine
         self.limits = limits or MemoryLimits()
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     # -- writing ------------------------------------------------------------------------
 
@@ -137,7 +136,7 @@ class MemoryStore:
     ) -> list[Remembered]:
         """Store (or merge) every item, and move a chat's extraction cursor, in one
         transaction: a job that dies half-way left nothing behind and runs again."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             done = [await self._remember_one(conn, item, now, actor, turn_id) for item in items]
             if cursor is not None:
                 await _move_cursor(conn, cursor[0], cursor[1], now)
@@ -276,7 +275,7 @@ class MemoryStore:
         turn_id: int | None = None,
     ) -> MemoryRecord | None:
         """Change what an active entry says, or whom it is about; None if there is none."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             old = await _get(conn, entry_id)
             if old is None or old.status is not MemoryStatus.ACTIVE:
                 return None
@@ -298,7 +297,7 @@ class MemoryStore:
     async def forget(
         self, entry_id: int, now: datetime, *, actor: str, turn_id: int | None = None
     ) -> MemoryRecord | None:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             old = await _get(conn, entry_id)
             if old is None or old.status is not MemoryStatus.ACTIVE:
                 return None
@@ -308,7 +307,7 @@ class MemoryStore:
 
     async def undo(self, change_id: int, now: datetime, *, actor: str) -> MemoryRecord | None:
         """Put an entry back as it was before one change (a correction, a forgetting, a fade)."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             change = (
                 await conn.execute(select(MemoryChange).where(MemoryChange.id == change_id))
             ).first()
@@ -338,7 +337,7 @@ class MemoryStore:
         ids = tuple(entry_ids)
         if not ids:
             return 0
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await _set_status(conn, ids, MemoryStatus.FADED, now)
             for entry_id in ids:
                 await _log(conn, entry_id, "faded", actor, None, None, None, now)
@@ -346,7 +345,7 @@ class MemoryStore:
 
     async def set_embedding(self, entry_id: int, model: str, vector: bytes, dim: int) -> bool:
         """File an active entry's vector (replacing any it had); False if it is not active."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             entry = await _get(conn, entry_id)
             if entry is None or entry.status is not MemoryStatus.ACTIVE:
                 return False
@@ -374,7 +373,7 @@ class MemoryStore:
     async def grant_consent(
         self, person_id: int, now: datetime, message_id: int | None = None
     ) -> None:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 upsert(
                     conn,
@@ -385,7 +384,7 @@ class MemoryStore:
             )
 
     async def revoke_consent(self, person_id: int) -> None:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(delete(MemoryConsent).where(MemoryConsent.person_id == person_id))
 
     async def consenting(self, person_ids: Iterable[int]) -> frozenset[int]:

@@ -93,10 +93,9 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     core = plugs.core
     agent = core.agent_config
     configs = configs or plugs.config
-    lock = core.write_lock
     host = _Persona(
-        plugs, core, PersonaStore(core.engine, write_lock=lock),
-        BotVoiceStore(core.engine, write_lock=lock), PromiseStore(core.engine, write_lock=lock),
+        plugs, core, PersonaStore(core.engine),
+        BotVoiceStore(core.engine), PromiseStore(core.engine),
         seed_persona(agent, core.bot_names), tuple(core.settings.superusers),
     )  # fmt: skip
     plugs.add_context_source(RelationsSource(host.store))
@@ -210,7 +209,6 @@ def _follow_up(host: _Persona, config: FollowUpConfig) -> FollowUpDeps:
 def _notices(host: _Persona, config: RageConfig) -> NotifyDeps:
     deps = NotifyDeps(
         engine=host.core.engine,
-        write_lock=host.core.write_lock,
         sender=host.core.sender,
         outbox=host.core.outbox,
         jobs=host.core.jobs,

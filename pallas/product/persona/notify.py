@@ -11,7 +11,6 @@ at most once.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,7 +34,6 @@ CHECK_KIND = "persona.notify_check"
 @dataclass
 class NotifyDeps:
     engine: AsyncEngine
-    write_lock: asyncio.Lock
     sender: Sender
     outbox: OutboxStore
     jobs: Jobs
@@ -62,7 +60,7 @@ async def notify_owners(job: ClaimedJob, deps: NotifyDeps) -> None:
     for owner in deps.owners:
         platform, self_id = str(job.payload["platform"]), str(job.payload["self_id"])
         key = StreamKey(platform, self_id, StreamKind.PRIVATE, owner)
-        stream_id = await ensure_stream(deps.engine, key, deps.clock(), deps.write_lock)
+        stream_id = await ensure_stream(deps.engine, key, deps.clock())
         segments = (Segment(SegmentKind.TEXT, text=text),)
         message = OutgoingMessage(
             deps.action_ids(), stream_id, segments, key=f"notify:{job.id}:{owner}"

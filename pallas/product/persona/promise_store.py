@@ -4,7 +4,6 @@ know when its time comes (did anyone speak since, did the turn send words) (docs
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -13,6 +12,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.persona.tables import Promise
+from pallas.store.database import Database
 from pallas.store.models import Message, Reply
 
 
@@ -63,9 +63,9 @@ def _stored(row: tuple) -> StoredPromise:  # type: ignore[type-arg]
 
 
 class PromiseStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def add(self, promise: NewPromise, now: datetime) -> int:
         values = {
@@ -78,7 +78,7 @@ class PromiseStore:
             "turn_id": promise.turn_id,
             "state": PromiseState.OPEN.value,
         }
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             result = await conn.execute(Promise.__table__.insert().values(**values))
             return int(result.inserted_primary_key[0])
 
@@ -120,7 +120,7 @@ class PromiseStore:
             .where(Promise.id == promise_id, Promise.state == PromiseState.OPEN.value)
             .values(state=state.value, closed_at=now)
         )
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             return bool((await conn.execute(statement)).rowcount)
 
     async def expire(self, made_before: datetime, now: datetime) -> int:
@@ -134,7 +134,7 @@ class PromiseStore:
             )
             .values(state=PromiseState.EXPIRED.value, closed_at=now)
         )
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             return int((await conn.execute(statement)).rowcount or 0)
 
 

@@ -8,7 +8,6 @@ is kept in memory too: loaded from the store on first use, updated by every writ
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from pallas.product.persona.tables import (
     RelationNote,
 )
 from pallas.store.audit import EventKind
+from pallas.store.database import Database
 from pallas.store.models import Event, Identity, Message
 from pallas.store.sql import upsert
 
@@ -61,9 +61,9 @@ class Note:
 
 
 class PersonaStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
         self._ignored: dict[Who, datetime | None] | None = None  # None value: until lifted
 
     # -- who is ignored ------------------------------------------------------------------
@@ -133,7 +133,7 @@ class PersonaStore:
             "silenced_until": write.silenced_until,
         }
         ignored = await self._ignored_map()
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 upsert(conn, RageState.__table__, ["stream_id", "person_id"], values)
             )
@@ -157,14 +157,14 @@ class PersonaStore:
     async def blacklist(self, stream_id: int, person_id: int, reason: str, now: datetime) -> None:
         """An owner's blacklisting."""
         ignored = await self._ignored_map()
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await _blacklist(conn, (stream_id, person_id), "owner", reason, now)
         ignored[(stream_id, person_id)] = None
 
     async def lift(self, stream_id: int, person_id: int, now: datetime) -> bool:
         """An owner forgives: off the blacklist, silence ended, pressure gone."""
         ignored = await self._ignored_map()
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             lifted = await conn.execute(
                 update(Blacklist)
                 .where(
@@ -222,7 +222,7 @@ class PersonaStore:
             "warmed_on": warmed_on,
             "updated_at": now,
         }
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(
                 upsert(conn, Favorability.__table__, ["self_id", "person_id"], values)
             )
@@ -247,7 +247,7 @@ class PersonaStore:
     ) -> bool:
         """Keep a note (False: the same text is already there); the oldest observed note
         makes room past MAX_NOTES, an owner's never."""
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             same = await conn.scalar(
                 select(func.count()).where(
                     RelationNote.self_id == self_id,
@@ -274,7 +274,7 @@ class PersonaStore:
         return True
 
     async def drop_note(self, note_id: int) -> bool:
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             result = await conn.execute(
                 update(RelationNote).where(RelationNote.id == note_id).values(active=False)
             )

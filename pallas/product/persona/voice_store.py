@@ -3,7 +3,6 @@ chat's current session (its character is the core's, pallas/store/character.py).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.persona.tables import BotMood, BotVoice, ChatSession
+from pallas.store.database import Database
 from pallas.store.models import Message, Stream
 from pallas.store.sql import upsert
 
@@ -23,9 +23,9 @@ class StoredSession:
 
 
 class BotVoiceStore:
-    def __init__(self, engine: AsyncEngine, *, write_lock: asyncio.Lock | None = None) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._lock = write_lock or asyncio.Lock()
+        self._writes = Database.of(engine).writes()
 
     async def mood(self, self_id: str) -> tuple[float, datetime | None]:
         query = select(BotMood.valence, BotMood.updated_at).where(BotMood.self_id == self_id)
@@ -35,7 +35,7 @@ class BotVoiceStore:
 
     async def set_mood(self, self_id: str, valence: float, now: datetime) -> None:
         values = {"self_id": self_id, "valence": valence, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(upsert(conn, BotMood.__table__, ["self_id"], values))
 
     async def phrases(self, self_id: str) -> list[str]:
@@ -45,7 +45,7 @@ class BotVoiceStore:
 
     async def set_phrases(self, self_id: str, phrases: list[str], now: datetime) -> None:
         values = {"self_id": self_id, "phrases": phrases, "updated_at": now}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(upsert(conn, BotVoice.__table__, ["self_id"], values))
 
     async def session(self, stream_id: int) -> StoredSession | None:
@@ -58,7 +58,7 @@ class BotVoiceStore:
 
     async def set_session(self, stream_id: int, session: StoredSession) -> None:
         values = {"stream_id": stream_id, **session.__dict__}
-        async with self._lock, self._engine.begin() as conn:
+        async with self._writes.begin() as conn:
             await conn.execute(upsert(conn, ChatSession.__table__, ["stream_id"], values))
 
     async def last_seen_before(self, stream_id: int, message_id: int) -> datetime | None:

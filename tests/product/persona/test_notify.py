@@ -148,7 +148,6 @@ async def kit(engine: AsyncEngine, ledger: LedgerWriter) -> AsyncIterator[Kit]:
     jobs = Jobs(JobStore(engine), lambda: now[0])
     deps = NotifyDeps(
         engine=engine,
-        write_lock=asyncio.Lock(),
         sender=OutboxDelivery(outbox, dispatcher, lambda: now[0]),
         outbox=outbox,
         jobs=jobs,

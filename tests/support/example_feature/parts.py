@@ -80,7 +80,7 @@ class WordStage:
 def count_job(core: CoreServices) -> Callable[[ClaimedJob], Awaitable[None]]:
     async def run(job: ClaimedJob) -> None:
         row = {**job.payload, "counted_at": core.clock()}
-        async with core.write_lock, core.engine.begin() as conn:
+        async with core.database.write() as conn:
             await conn.execute(insert(ExampleMention).values(**row))
 
     return run

@@ -63,12 +63,12 @@ async def settle(runtime: Runtime) -> None:
     queued. A message the gate passed waits in its buffer until the buffers' loop next runs,
     and "no turn running" holds before that turn has begun: a tick here starts at once what
     the loop would start (a batch given back stays held, as it would)."""
-    buffers = runtime.turn_buffers
+    buffers = runtime.conversation.turn_buffers
     buffers.tick()
     while buffers.running:
         await until(lambda: not buffers.running)
         buffers.tick()
-    await runtime.ledger.flush()
+    await runtime.recorders.ledger.flush()
 
 
 async def events(engine: AsyncEngine, kind: str) -> list[Event]:
@@ -78,7 +78,7 @@ async def events(engine: AsyncEngine, kind: str) -> list[Event]:
 
 
 async def say(runtime: Runtime, msg: InboundMessage) -> int:
-    result = await runtime.ingress.accept(msg)
+    result = await runtime.conversation.ingress.accept(msg)
     assert result.stored is not None
     return result.stored.message_id
 
@@ -196,13 +196,13 @@ async def test_silence_closes_the_natural_window_until_the_bot_speaks(
 
 async def test_group_overrides_quiet_hours_and_cap(runtime: Runtime, recorder: Recorder) -> None:
     stream = group("g9")
-    first = await runtime.ingress.accept(message("建群", stream=stream))
+    first = await runtime.conversation.ingress.accept(message("建群", stream=stream))
     assert first.stored is not None
     now_local = datetime.now(UTC).astimezone(ZoneInfo("Asia/Shanghai"))
     around_now = (
         f"{(now_local - timedelta(hours=1)):%H:%M}-{(now_local + timedelta(hours=1)):%H:%M}"
     )
-    await runtime.policies.save(
+    await runtime.conversation.policies.save(
         first.stored.stream_id, {"quiet_hours": [around_now]}, datetime.now(UTC)
     )
     await say(runtime, message("牛牛在吗", stream=stream))
@@ -213,7 +213,7 @@ async def test_group_overrides_quiet_hours_and_cap(runtime: Runtime, recorder: R
     assert reasons[-1] == "asleep"
     assert recorder.turns[0].disposition.reason is Reason.MENTIONED  # @ wakes it anyway
     with pytest.raises(ValueError):
-        await runtime.policies.save(
+        await runtime.conversation.policies.save(
             first.stored.stream_id, {"max_replies_in_window": -1}, datetime.now(UTC)
         )
 
@@ -222,9 +222,9 @@ async def test_frequency_cap_never_swallows_a_name_call(
     runtime: Runtime, recorder: Recorder
 ) -> None:
     stream = group("g10")
-    first = await runtime.ingress.accept(message("开始", stream=stream))
+    first = await runtime.conversation.ingress.accept(message("开始", stream=stream))
     assert first.stored is not None
-    await runtime.policies.save(
+    await runtime.conversation.policies.save(
         first.stored.stream_id, {"max_replies_in_window": 1}, datetime.now(UTC)
     )
     await say(runtime, message("我说了", stream=stream, user_id=BOT_ID, from_bot=True))
@@ -240,13 +240,13 @@ async def test_the_frequency_cap_counts_replies_queued_but_not_yet_sent(
     runtime: Runtime, recorder: Recorder
 ) -> None:
     stream = group("g11")
-    first = await runtime.ingress.accept(message("开始", stream=stream))
+    first = await runtime.conversation.ingress.accept(message("开始", stream=stream))
     assert first.stored is not None
     sid = first.stored.stream_id
-    await runtime.policies.save(sid, {"max_replies_in_window": 2}, datetime.now(UTC))
+    await runtime.conversation.policies.save(sid, {"max_replies_in_window": 2}, datetime.now(UTC))
     await say(runtime, message("我说了", stream=stream, user_id=BOT_ID, from_bot=True))
     # No NapCat is connected: this reply waits in the outbox, not yet a fact in the timeline.
-    await runtime.outbox.enqueue(
+    await runtime.delivery.outbox.enqueue(
         None, sid, [NewItem("message", {"text": "还没发"})], datetime.now(UTC), bubbles=("还没发",)
     )
     await say(runtime, message("顺着聊", stream=stream, user_id="7"))  # the natural window
@@ -286,16 +286,16 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
     waiting = [await say(runtime, message(t, stream=stream, user_id="88")) for t in ("二", "三")]
     stale = await say(runtime, message("四", stream=group("g11"), user_id="89", mentions=(BOT_ID,)))
     await until(lambda: len(first.turns) == 2)  # the group @ got its own turn
-    await runtime.ledger.flush()
+    await runtime.recorders.ledger.flush()
     async with runtime.engine.begin() as conn:  # make the group message old, and unconsumed
         await conn.execute(
             update(Message)
             .where(Message.id == stale)
             .values(turn_id=None, stored_at=datetime.now(UTC) - timedelta(minutes=10))
         )
-    await runtime.turn_buffers.stop(grace_s=0)
-    await runtime.writer.close()
-    await runtime.ledger.close()
+    await runtime.conversation.turn_buffers.stop(grace_s=0)
+    await runtime.recorders.timeline.close()
+    await runtime.recorders.ledger.close()
     await runtime.engine.dispose()
     last_turn = max(t.turn_id for t in first.turns)
 
@@ -337,10 +337,10 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     await until(lambda: first.turns)  # the stream is busy with this turn
     await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
     waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
-    await runtime.ledger.flush()
-    await runtime.turn_buffers.stop(grace_s=0)
-    await runtime.writer.close()
-    await runtime.ledger.close()
+    await runtime.recorders.ledger.flush()
+    await runtime.conversation.turn_buffers.stop(grace_s=0)
+    await runtime.recorders.timeline.close()
+    await runtime.recorders.ledger.close()
     await runtime.engine.dispose()
 
     second = Recorder()

@@ -58,7 +58,7 @@ async def test_every_ending_is_told_to_every_observer_without_holding_the_turns(
 ) -> None:
     noting, stuck = Noting(), Stuck()
     for observer in (stuck, Broken(), noting):
-        runtime.runner.observers.register(observer)
+        runtime.conversation.runner.observers.register(observer)
     recorder.decide = decide
     lines: list[str] = []
     sink = logger.add(lines.append, level="ERROR", format="{message}")
@@ -86,14 +86,14 @@ async def test_every_ending_is_told_to_every_observer_without_holding_the_turns(
     assert len({e.turn_id for e in noting.endings}) == 3
     assert sum("after-turn observer broken failed" in line for line in lines) == 3
     stuck.release.set()
-    await runtime.runner.observers.drain()
+    await runtime.conversation.runner.observers.drain()
 
 
 async def test_a_message_the_gate_drops_starts_no_turn_and_tells_nobody(
     runtime: Runtime, recorder: Recorder
 ) -> None:
     noting = Noting()
-    runtime.runner.observers.register(noting)
+    runtime.conversation.runner.observers.register(noting)
     await say(runtime, message("今天吃什么", stream=group("g1")))  # dropped by the gate itself
     await settle(runtime)
     assert noting.endings == []  # no turn, nothing ended

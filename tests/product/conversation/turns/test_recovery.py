@@ -41,10 +41,10 @@ async def crash(runtime: Runtime) -> None:
     it goes on running (its sends and jobs would write to the closed writers later, into
     another test's log)."""
     await runtime.jobs.stop()
-    await runtime.dispatcher.stop()
-    await runtime.turn_buffers.stop(grace_s=0)
-    await runtime.writer.close()
-    await runtime.ledger.close()
+    await runtime.delivery.dispatcher.stop()
+    await runtime.conversation.turn_buffers.stop(grace_s=0)
+    await runtime.recorders.timeline.close()
+    await runtime.recorders.ledger.close()
     await runtime.engine.dispose()
 
 
@@ -55,7 +55,7 @@ async def stuck_turn(tmp_path: Path, url: str, msg: InboundMessage) -> tuple[Run
     runtime = await start_runtime(tmp_path, url, recorder)
     message_id = await say(runtime, msg)
     await until(lambda: recorder.turns)
-    await runtime.ledger.flush()
+    await runtime.recorders.ledger.flush()
     return runtime, recorder.turns[0], message_id
 
 
@@ -90,7 +90,7 @@ async def test_a_cut_off_direct_call_runs_once_more_then_is_given_up(
     second, recorder = await restart(tmp_path, store_url, blocked=True)  # the retry is cut too
     await until(lambda: recorder.turns)
     assert [m.message_id for m in recorder.turns[0].messages] == [message_id]
-    await second.ledger.flush()
+    await second.recorders.ledger.flush()
     await crash(second)
     third, last = await restart(tmp_path, store_url)
     try:
@@ -116,7 +116,7 @@ async def test_a_cut_off_unsolicited_turn_is_given_up(tmp_path: Path, store_url:
     await until(lambda: recorder.turns)
     cut = recorder.turns[0]
     assert not cut.disposition.is_direct_call
-    await runtime.ledger.flush()
+    await runtime.recorders.ledger.flush()
     async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, second):
         await settle(again)
         assert second.turns == []
@@ -132,7 +132,7 @@ async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
     msg = message("@牛牛 讲个笑话", stream=group("r3"), mentions=(BOT_ID,))
     runtime, cut, _ = await stuck_turn(tmp_path, store_url, msg)
     # The reply was committed with its outbox rows; the turn's ending was not.
-    await runtime.outbox.enqueue(
+    await runtime.delivery.outbox.enqueue(
         cut.turn_id,
         cut.stream_id,
         [NewItem("message", {"text": "从前有座山"})],
@@ -152,7 +152,7 @@ async def test_a_turn_whose_reply_was_queued_is_finished_not_rerun(
 async def test_a_turn_that_chose_silence_is_closed_silent(tmp_path: Path, store_url: str) -> None:
     msg = message("@牛牛 别说话", stream=group("r4"), mentions=(BOT_ID,))
     runtime, cut, _ = await stuck_turn(tmp_path, store_url, msg)
-    await runtime.ledger.write(
+    await runtime.recorders.ledger.write(
         LedgerEvent("agent_decided", cut.stream_id, reason="silent", turn_id=cut.turn_id)
     )
     async with crashed_and_restarted(runtime, tmp_path, store_url) as (again, recorder):
@@ -168,10 +168,10 @@ async def test_a_message_stored_without_its_gate_decision_is_gated_at_start_up(
     recorder = Recorder()
     runtime = await start_runtime(tmp_path, store_url, recorder)
     # Committed, then the process stopped before the gate's event: no next stage ran.
-    fresh = await runtime.writer.write(
+    fresh = await runtime.recorders.timeline.write(
         message("@牛牛 还在吗", stream=group("r5"), mentions=(BOT_ID,))
     )
-    old = await runtime.writer.write(
+    old = await runtime.recorders.timeline.write(
         message("@牛牛 老消息", stream=group("r6"), mentions=(BOT_ID,))
     )
     async with runtime.engine.begin() as conn:
@@ -224,14 +224,14 @@ async def recover_then_die(tmp_path: Path, url: str) -> RecoveryReport:
     memory) and is killed before the turn buffers start any turn."""
     settings = load_settings(env_file=None, pallas_data_dir=tmp_path, pallas_database_url=url)
     runtime = Runtime.build(settings, handler=Recorder())
-    runtime.ledger.start()
+    runtime.recorders.ledger.start()
     report = await recover_kernel(
         RecoveryDeps(
             engine=runtime.engine,
-            ledger=runtime.ledger,
-            turn_buffers=runtime.turn_buffers,
-            gate=runtime.stages,
-            window=runtime.kernel.rebuffer_window,
+            ledger=runtime.recorders.ledger,
+            turn_buffers=runtime.conversation.turn_buffers,
+            gate=runtime.conversation.stages,
+            window=runtime.conversation.rebuffer_window,
             clock=utc_now,
         )
     )

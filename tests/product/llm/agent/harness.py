@@ -64,7 +64,7 @@ class RecordingOutlet:
         text = "".join(segment.text for segment in segments)
         self.sent.append(Sent(stream, text, quote, platform_id))
         assert self.runtime is not None
-        await self.runtime.ingress.accept(
+        await self.runtime.conversation.ingress.accept(
             own_message(stream, tuple(segments), platform_id, utc_now())
         )
         return platform_id
@@ -106,13 +106,15 @@ async def start_agent(
     )
     outlet.runtime = runtime
     # The dispatcher sends through the recording outlet instead of NapCat.
-    runtime.dispatcher = OutboxDispatcher(runtime.outbox, outlet, runtime.ledger, FAST, utc_now)
-    runtime.runner.handler = build_agent_handler(
+    delivery = runtime.delivery
+    ledger = runtime.recorders.ledger
+    delivery.dispatcher = OutboxDispatcher(delivery.outbox, outlet, ledger, FAST, utc_now)
+    runtime.conversation.runner.handler = build_agent_handler(
         engine=runtime.engine,
-        ledger=runtime.ledger,
+        ledger=runtime.recorders.ledger,
         models=runtime.models,
         outlet=outlet,
-        delivery=OutboxDelivery(runtime.outbox, runtime.dispatcher, utc_now),
+        delivery=OutboxDelivery(runtime.delivery.outbox, runtime.delivery.dispatcher, utc_now),
         config=config or AgentConfig(),
         nicknames=tuple(loaded.nickname),
         book=runtime.tools.book,
@@ -134,18 +136,18 @@ class _Placeholder:
 async def settle(runtime: Runtime) -> None:
     """Let turns finish, the outbox drain and the ledger commit what it queued."""
     await asyncio.sleep(0.05)
-    await until(lambda: not runtime.turn_buffers.running)
+    await until(lambda: not runtime.conversation.turn_buffers.running)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 10
-    while await runtime.outbox.open_count():
+    while await runtime.delivery.outbox.open_count():
         assert loop.time() < deadline, "outbox did not drain"
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
-    await runtime.ledger.flush()
+    await runtime.recorders.ledger.flush()
 
 
 async def say(runtime: Runtime, msg: InboundMessage) -> int:
-    result = await runtime.ingress.accept(msg)
+    result = await runtime.conversation.ingress.accept(msg)
     assert result.stored is not None
     return result.stored.message_id
 

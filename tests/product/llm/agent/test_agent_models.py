@@ -178,7 +178,7 @@ async def test_split_mode_switched_on_while_running_splits_the_next_turn(
         await say(runtime, message("在吗", stream=private("93")))
         await settle(runtime)
         assert model_server.requests_for("planner") == []  # one call, as the agent file says
-        handler = runtime.runner.handler
+        handler = runtime.conversation.runner.handler
         assert isinstance(handler, AgentTurnHandler)
         handler.reconfigure(AgentConfig(split_reply=True))  # as the console's section does
         plan = json.dumps({"text": "说两步"}, ensure_ascii=False)

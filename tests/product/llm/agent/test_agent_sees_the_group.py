@@ -71,7 +71,7 @@ async def test_the_prompt_shows_the_group_name_cards_at_names_face_names_and_rol
         user_id=43,
         sender={"user_id": 43, "nickname": "小三", "card": "", "role": "admin"},
     )
-    await runtime.ingress.accept(admin_says)
+    await runtime.conversation.ingress.accept(admin_says)
     face = corpus_frame("segment_face")["message"][0]
     at_me = frame_message(
         "message_group_text",
@@ -84,7 +84,7 @@ async def test_the_prompt_shows_the_group_name_cards_at_names_face_names_and_rol
             face,
         ],
     )
-    await runtime.ingress.accept(at_me)
+    await runtime.conversation.ingress.accept(at_me)
     await settle(runtime)
     prompt = user_prompt(model_server)
     assert '"群名": "测试群"' in prompt

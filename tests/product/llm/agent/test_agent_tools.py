@@ -127,7 +127,7 @@ async def test_limits_changed_while_running_bound_the_next_decision(
     runtime: tuple[Runtime, RecordingOutlet, EchoTool], model_server: FakeModelServer
 ) -> None:
     rt, outlet, _ = runtime
-    handler = rt.runner.handler
+    handler = rt.conversation.runner.handler
     assert isinstance(handler, AgentTurnHandler)
     handler.reconfigure(AgentConfig(max_rounds=2, tool_call_budget=8))  # as the console does
     roll = call("dice__roll", word="六")
