@@ -76,7 +76,7 @@ from pallas.product.llm.agent.text_protocol import describe_functions  # noqa: E
 from pallas.product.llm.agent.tool_specs import text_functions, tool_schemas  # noqa: E402
 from pallas.product.llm.assembler.context import (  # noqa: E402
     AssemblyDeps,
-    Persona,
+    Character,
     PreparedTurn,
     assemble_context,
 )
@@ -733,7 +733,7 @@ async def run(args: argparse.Namespace, path: Path) -> int:
         warm = random_cases(tl, rng, WARMUP, 1)
         cases = random_cases(tl, rng, args.turns, WARMUP + 1)
         config = AgentConfig()
-        persona = Persona(
+        persona = Character(
             name=config.persona.name or NICKNAMES[0],
             description=config.persona.description,
             style=config.persona.style,

@@ -27,6 +27,7 @@ from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
+from pallas.product.chat_commands.commands import ChatCommandDeps, install_chat_commands
 from pallas.product.conversation.commands import CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
@@ -67,7 +68,6 @@ from pallas.product.settings.core_sections import (
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.retention_section import RetentionParts, install_retention
-from pallas.product.steering.commands import SteeringDeps, install_steering
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -395,7 +395,7 @@ def _registry(
                              core.bot_names, utc_now)  # fmt: skip
     runner = conversation.runner
     registry = core_registry(parts, core.agent_config, agent_reconfigure(lambda: runner.handler))
-    install_steering(commands, SteeringDeps(core.engine, registry, utc_now))
+    install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now))
     return registry
 
 
@@ -446,7 +446,7 @@ def _agent(
         sources=plugged.context_sources,
         preparers=plugged.preparers,
         forms=plugged.reply_forms,
-        personas=plugged.personas,
+        characters=plugged.characters,
         listeners=plugged.listeners,
         nicknames=core.bot_names,
         book=tools.book,

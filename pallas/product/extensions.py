@@ -45,7 +45,7 @@ from pallas.product.conversation.turns.observers import TurnObserver, TurnObserv
 from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.llm.agent.config import DEFAULT_AGENT_FILE, AgentConfig, AgentFile
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
-from pallas.product.llm.assembler.context import ContextSource, PersonaSource, TurnPreparer
+from pallas.product.llm.assembler.context import CharacterSource, ContextSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.ports import FactKeeper, Facts, PersonAction, PersonFacet
@@ -130,7 +130,7 @@ class Plugged:
     context_sources: tuple[ContextSource, ...] = ()
     preparers: tuple[TurnPreparer, ...] = ()
     reply_forms: tuple[ReplyForm, ...] = ()
-    personas: tuple[PersonaSource, ...] = ()
+    characters: tuple[CharacterSource, ...] = ()
     listeners: tuple[IntentListener, ...] = ()
     extraction_tools: tuple[ExtractionTool, ...] = ()
     api_routes: tuple[APIRouter, ...] = ()
@@ -210,9 +210,9 @@ class Plugs:
         """Who the silence stage keeps quiet about (stored, flagged, nothing else sees it)."""
         self._targets.silence.add(policy)
 
-    def add_persona_source(self, source: PersonaSource) -> None:
+    def add_character_source(self, source: CharacterSource) -> None:
         """Who the bot is in a turn, when the feature keeps it per account."""
-        self._collected.add("personas", source)
+        self._collected.add("characters", source)
 
     def add_intent_listener(self, listener: IntentListener) -> None:
         """Hears a decided reply's or silence's declared intents (mood, promises, offence)."""

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pallas.product.steering.plain import REASONS
+from pallas.product.chat_commands.plain import REASONS
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text

@@ -259,7 +259,7 @@ async def test_switches_set_through_the_api_apply_to_the_next_message(
     assert len(model.requests_for(CHAT)) == calls  # no model call at all
 
     sections = {s["key"] for s in (await http.get("/pallas/api/settings", headers=BEARER)).json()}
-    assert {"gate", "features", "notices", "persona"} <= sections
+    assert {"gate", "features", "notices", "character"} <= sections
     quiet = await http.put(f"/pallas/api/settings/features/{sid}", json={"repeat": False},
                            headers=BEARER)  # fmt: skip
     assert quiet.status_code == 200

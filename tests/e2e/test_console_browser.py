@@ -218,7 +218,7 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "person": f"/pallas/persons/{person}",
         "settings": "/pallas/settings",
         "gate": f"/pallas/settings/gate/{sid}",
-        "persona": f"/pallas/settings/persona/{SELF_ID}",
+        "character": f"/pallas/settings/character/{SELF_ID}",
         "features": f"/pallas/settings/features/{sid}",
         "model-choice": "/pallas/settings/models/global",
         "delivery": "/pallas/settings/delivery/global",

@@ -13,7 +13,8 @@ import pytest
 
 from tests.support.bot_process import BotProcess
 from tests.support.console_api import put_settings
-from tests.support.fake_napcat import FakeNapCat, text
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
@@ -129,6 +130,65 @@ async def test_built_in_features_switched_off_leave_the_bot_recording_and_answer
         assert not {"memory", "media", "rage", "promises"} & sections  # none of theirs
         assert {"gate", "agent", "retention"} <= sections  # the core's are there
         assert not {"memory", "sticker"} & tools
+    finally:
+        await napcat.close()
+        process.stop()
+
+
+# Each built-in feature switched off alone, by configuration: the bot starts, records every
+# line, answers a command and answers an @ through the model; only that feature's settings
+# sections are gone.
+FEATURE_SECTIONS = {
+    "responders": set(),
+    "memory": {"memory"},
+    "media": {"media"},
+    "persona": {"rage", "follow_up", "promises"},
+}
+CORE_SECTIONS = {
+    "gate", "agent", "delivery", "features", "notices", "character", "retention", "models"
+}
+MODEL = "seam-chat"
+
+
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[FakeModelServer]:
+    async with FakeModelServer() as server:
+        yield server
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURE_SECTIONS))
+async def test_each_built_in_feature_switched_off_alone_leaves_the_bot_working(
+    tmp_path_factory: pytest.TempPathFactory, model: FakeModelServer, feature: str
+) -> None:
+    env = {
+        "PALLAS_FEATURES_OFF": json.dumps([feature]),
+        "PALLAS_CONSOLE_TOKEN": TOKEN,
+        "LLM_BASE_URL": model.base_url,
+        "LLM_MODEL": MODEL,
+        "LLM_API_KEY": "sk-seam",
+    }
+    process = BotProcess(tmp_path_factory.mktemp(f"off-{feature}"), token=ACCESS_TOKEN, env=env)
+    process.start()
+    self_id = SELF_ID + 10 + sorted(FEATURE_SECTIONS).index(feature)
+    napcat = FakeNapCat(process.ws_url, self_id, ACCESS_TOKEN)
+    napcat.answer_sends()
+    try:
+        await process.wait_ready()
+        await napcat.connect()
+        timeline = TimelineDb(process.db_path)
+        await say(napcat, timeline, 1, "大家晚上好")
+        await say(napcat, timeline, 2, "/帮助")
+        await wait_for(lambda: any("/" in t for t in answers(napcat)), what="help")
+        said = json.dumps({"text": f"{feature} 关了我也在"}, ensure_ascii=False)
+        model.script(MODEL, Reply("", (ToolCallSpec("reply", said),)))
+        event = napcat.group_message(GROUP, 3, [at(self_id), text(" 在吗")])
+        await napcat.send_event(event)
+        await wait_for(lambda: f"{feature} 关了我也在" in answers(napcat), what="model reply")
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(base_url=process.http_url, headers=bearer) as http:
+            sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}
+        others = set().union(*(v for k, v in FEATURE_SECTIONS.items() if k != feature))
+        assert sections == CORE_SECTIONS | others
     finally:
         await napcat.close()
         process.stop()

@@ -13,8 +13,8 @@ from functools import partial
 
 from pallas.platform.smtp import SmtpConfig
 from pallas.product.extensions import CoreServices, Extension, Plugs
-from pallas.product.llm.agent.agent_factory import seed_persona
-from pallas.product.llm.assembler.context import Persona
+from pallas.product.llm.agent.agent_factory import seed_character
+from pallas.product.llm.assembler.context import Character
 from pallas.product.persona.commands import (
     BlacklistCommand,
     FavorCommand,
@@ -34,13 +34,13 @@ from pallas.product.persona.follow_up import (
 )
 from pallas.product.persona.notify import CHECK_KIND, NotifyDeps, check_notice, notify_owners
 from pallas.product.persona.offence import OffenceLines, OffenceListener
-from pallas.product.persona.own_voice import (
+from pallas.product.persona.own_style import (
     FINGERPRINT,
     FINGERPRINT_KIND,
     MoodListener,
-    OwnVoice,
+    OwnStyle,
     StateLines,
-    VoiceHabits,
+    StyleHabits,
     learn_fingerprint,
 )
 from pallas.product.persona.promise_store import PromiseStore
@@ -57,7 +57,7 @@ from pallas.product.persona.promises import (
 from pallas.product.persona.relations import RelationsSource, Warmth
 from pallas.product.persona.settings import PersonaKnobs, persona_sections
 from pallas.product.persona.store import PersonaStore
-from pallas.product.persona.voice_store import BotVoiceStore
+from pallas.product.persona.style_store import BotStyleStore
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
 from pallas.store.character import StoredCharacter
 
@@ -69,9 +69,9 @@ class _Persona:
     plugs: Plugs
     core: CoreServices
     store: PersonaStore
-    voice: BotVoiceStore
+    style: BotStyleStore
     promises: PromiseStore
-    seed: Persona
+    seed: Character
     owners: tuple[str, ...]
 
 
@@ -95,8 +95,8 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     configs = configs or plugs.config
     host = _Persona(
         plugs, core, PersonaStore(core.engine),
-        BotVoiceStore(core.engine), PromiseStore(core.engine),
-        seed_persona(agent, core.bot_names), tuple(core.settings.superusers),
+        BotStyleStore(core.engine), PromiseStore(core.engine),
+        seed_character(agent, core.bot_names), tuple(core.settings.superusers),
     )  # fmt: skip
     plugs.add_context_source(RelationsSource(host.store))
     plugs.add_extraction_tool(RelationNoteTool(core.engine, host.store))
@@ -109,7 +109,7 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     follow_up = _follow_up(host, configs.follow_up)
     watch, notify = _rage(host, configs.rage)
     judging = OffenceLines(frozenset(host.owners), lambda: watch.enabled and watch.judging)
-    _own_voice(host, [PromiseLines(promises), judging])
+    _own_style(host, [PromiseLines(promises), judging])
     knobs = PersonaKnobs(
         rage=partial(_use_rage, watch=watch, notify=notify),
         follow_up=partial(setattr, follow_up, "config"),
@@ -157,17 +157,17 @@ def _rage(host: _Persona, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
     return watch, notify
 
 
-def _own_voice(host: _Persona, more: list[StateLines]) -> None:
-    host.plugs.add_persona_source(
-        OwnVoice(host.voice, host.core.character, host.seed, host.core.clock, random.Random, more)
+def _own_style(host: _Persona, more: list[StateLines]) -> None:
+    host.plugs.add_character_source(
+        OwnStyle(host.style, host.core.character, host.seed, host.core.clock, random.Random, more)
     )
-    host.plugs.add_context_source(VoiceHabits(host.voice))
+    host.plugs.add_context_source(StyleHabits(host.style))
     learn = partial(
-        learn_fingerprint, engine=host.core.engine, store=host.voice, clock=host.core.clock
+        learn_fingerprint, engine=host.core.engine, store=host.style, clock=host.core.clock
     )
     host.plugs.add_job(FINGERPRINT_KIND, learn)
     host.plugs.add_periodic_job(FINGERPRINT)
-    host.plugs.add_intent_listener(MoodListener(host.voice))
+    host.plugs.add_intent_listener(MoodListener(host.style))
     seed = StoredCharacter(host.seed.name, host.seed.description, host.seed.style)
     host.plugs.add_command(PersonaCommand(host.core.character, seed, host.core.clock))
 

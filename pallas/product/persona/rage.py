@@ -5,7 +5,7 @@
   -> the second silence within 24 hours: the chat's blacklist, and the owners are told
 
 Pressure halves every `half_life`; a silence empties it, so the next one needs new attacks.
-Rage never changes favorability's sign of affection nor the bot's voice: it is a short
+Rage never changes favorability's sign of affection nor the bot's style: it is a short
 penalty, kept apart (docs/persona.md). Every function takes the time it needs.
 """
 

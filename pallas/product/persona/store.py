@@ -1,6 +1,6 @@
 """The bot's feelings about people, as stored state: rage and its silences, the blacklist,
 favorability, relation notes (docs/persona.md). Three states kept apart: an attack moves rage
-and favorability each by its own rule; nothing here changes the bot's voice.
+and favorability each by its own rule; nothing here changes the bot's style.
 
 Who is ignored right now (an active silence or the blacklist) is read on every message, so it
 is kept in memory too: loaded from the store on first use, updated by every write here.

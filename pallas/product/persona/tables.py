@@ -1,5 +1,5 @@
 """Persona's tables: rage, silences, the blacklist, favorability, relation notes, its own
-voice, chat sessions and promises (docs/persona.md). They share the one metadata; their
+style, chat sessions and promises (docs/persona.md). They share the one metadata; their
 history is the core's migrations (made before the feature seam, docs/architecture.md)."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class BotMood(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
-class BotVoice(Base):
+class BotStyle(Base):
     """One bot account's expression fingerprint: phrases from its replies that landed well.
     Attacks never touch it."""
 

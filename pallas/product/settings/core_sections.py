@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher
 from pallas.product.conversation.gate.policy_book import PolicyBook
-from pallas.product.llm.agent.agent_factory import seed_persona
+from pallas.product.llm.agent.agent_factory import seed_character
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.settings.agent_section import agent_section
@@ -19,7 +19,7 @@ from pallas.product.settings.delivery_section import delivery_section
 from pallas.product.settings.features import features_section, notices_section
 from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
-from pallas.product.settings.sections import gate_section, persona_section
+from pallas.product.settings.sections import character_section, gate_section
 from pallas.providers.manager import ModelManager
 from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.settings_table import SettingsTable
@@ -60,7 +60,7 @@ def core_registry(
     registry.register(agent_section(parts.table, config, reconfigure))
     pacing = parts.dispatcher.policy
     registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
-    persona = seed_persona(config, parts.nicknames)
+    persona = seed_character(config, parts.nicknames)
     seed = StoredCharacter(persona.name, persona.description, persona.style)
-    registry.register(persona_section(parts.character, seed, parts.clock))
+    registry.register(character_section(parts.character, seed, parts.clock))
     return registry

@@ -105,11 +105,11 @@ class CharacterStorage:
             await self._store.edit(scope_id, self._seed, name, value, now)
 
 
-def persona_section(
+def character_section(
     store: CharacterStore, seed: StoredCharacter, clock: Callable[[], datetime]
 ) -> Section:
     return Section(
-        key="persona",
+        key="character",
         title="人设",
         scope=Scope.ACCOUNT,
         model=PersonaSettings,

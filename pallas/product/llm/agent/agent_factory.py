@@ -15,9 +15,9 @@ from pallas.product.llm.agent.plan import plan_for
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import (
     AssemblyDeps,
+    Character,
+    CharacterSource,
     ContextSource,
-    Persona,
-    PersonaSource,
     TurnPreparer,
 )
 from pallas.product.llm.tool_loop import ToolLoopDeps
@@ -27,9 +27,10 @@ from pallas.providers.manager import ModelManager
 from pallas.store.ledger import LedgerWriter
 
 
-def seed_persona(config: AgentConfig, nicknames: tuple[str, ...]) -> Persona:
-    """The persona in the agent file: every account's, until it is edited in the store."""
-    return Persona(
+def seed_character(config: AgentConfig, nicknames: tuple[str, ...]) -> Character:
+    """The character in the agent file (its `persona:` key): every account's, until it is
+    edited in the store."""
+    return Character(
         name=config.persona.name or nicknames[0],
         description=config.persona.description,
         style=config.persona.style,
@@ -51,10 +52,10 @@ def build_agent_handler(
     sources: Sequence[ContextSource] = (),
     preparers: Sequence[TurnPreparer] = (),
     forms: Sequence[ReplyForm] = (),
-    personas: Sequence[PersonaSource] = (),
+    characters: Sequence[CharacterSource] = (),
     listeners: Sequence[IntentListener] = (),
 ) -> AgentTurnHandler:
-    persona = seed_persona(config, nicknames)
+    character = seed_character(config, nicknames)
     plan = plan_for(models, config)
     if plan is not None:
         logger.info(
@@ -69,19 +70,19 @@ def build_agent_handler(
             ledger=ledger,
             assembly=AssemblyDeps(
                 engine,
-                persona,
+                character,
                 config.context_token_budget,
                 sources=sources,
                 skills=skills,
                 preparers=preparers,
-                personas=personas,
+                characters=characters,
             ),
             agent=AgentDeps(models, plan) if plan else None,
             tools=ToolLoopDeps(book, ledger),
             outlet=outlet,
             delivery=delivery,
             config=config,
-            bot_names=(persona.name, *nicknames),
+            bot_names=(character.name, *nicknames),
             superusers=superusers,
             forms=forms,
             listeners=listeners,

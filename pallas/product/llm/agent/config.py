@@ -28,7 +28,7 @@ class AgentFileError(ConfigError):
     """The agent file cannot be used; the message says where and why."""
 
 
-class PersonaConfig(BaseModel):
+class CharacterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = ""  # empty: the first of NICKNAME
@@ -39,7 +39,7 @@ class PersonaConfig(BaseModel):
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    persona: PersonaConfig = Field(default_factory=PersonaConfig)
+    persona: CharacterConfig = Field(default_factory=CharacterConfig)
     # A planner call decides, a second call (the chat model) writes the text. Only takes
     # effect when both a `tool` and a `chat` model are registered.
     split_reply: bool = False

@@ -33,7 +33,7 @@ LINE_OVERHEAD_TOKENS = 12  # the JSON keys around each line
 
 
 @dataclass(frozen=True)
-class Persona:
+class Character:
     name: str
     description: str
     style: str
@@ -41,10 +41,11 @@ class Persona:
     state: str = ""
 
 
-class PersonaSource(Protocol):
-    """The persona a turn speaks in, when a feature keeps one per account (persona)."""
+class CharacterSource(Protocol):
+    """Who the bot is in a turn, when a feature keeps it per account (persona: edited
+    character, mood, routine)."""
 
-    async def persona(self, turn: Turn) -> Persona: ...
+    async def character(self, turn: Turn) -> Character: ...
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class PreparedTurn:
     turn_id: int
     stream_id: int
     stream: StreamKey
-    persona: Persona
+    character: Character  # who the bot is in this turn, and its state of mind
     scene: Scene
     lines: tuple[ContextLine, ...]
     batch_ids: tuple[int, ...]
@@ -129,23 +130,23 @@ class PreparedTurn:
 @dataclass
 class AssemblyDeps:
     engine: AsyncEngine
-    persona: Persona
+    character: Character  # the agent file's, when no feature keeps one per account
     token_budget: int
     sources: Sequence[ContextSource] = field(default_factory=tuple)
     skills: SkillBook | None = None
     preparers: Sequence[TurnPreparer] = field(default_factory=tuple)
-    personas: Sequence[PersonaSource] = field(default_factory=tuple)  # the last one speaks
+    characters: Sequence[CharacterSource] = field(default_factory=tuple)  # the last one speaks
 
 
 async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
     preparations = {p.name: trace for p in deps.preparers if (trace := await p.prepare(turn))}
-    persona = await deps.personas[-1].persona(turn) if deps.personas else deps.persona
+    character = await deps.characters[-1].character(turn) if deps.characters else deps.character
     batch_ids = tuple(m.message_id for m in turn.messages)
     # The window is the speak trigger's size of history before the batch, plus the batch.
     window = await window_up_to(
         deps.engine, turn.stream_id, turn.watermark, turn.timeline_size + len(batch_ids)
     )
-    names = await mention_names(deps.engine, turn, window, persona.name)
+    names = await mention_names(deps.engine, turn, window, character.name)
     lines = to_context_lines(window, frozenset(batch_ids), names)
     info = await stream_info(deps.engine, turn.stream_id)
     blocks = [block for source in deps.sources if (block := await source.fetch(turn))]
@@ -154,7 +155,7 @@ async def assemble_context(turn: Turn, deps: AssemblyDeps) -> PreparedTurn:
         turn_id=turn.turn_id,
         stream_id=turn.stream_id,
         stream=turn.stream,
-        persona=persona,
+        character=character,
         scene=Scene(turn.stream.kind, info.name if info else "", present_people(kept_lines)),
         lines=kept_lines,
         batch_ids=batch_ids,

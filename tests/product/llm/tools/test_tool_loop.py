@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.product.conversation.gate.trigger import SpeakTrigger
 from pallas.product.llm.agent.toolbox import TurnToolbox
-from pallas.product.llm.assembler.context import ContextLine, Persona, PreparedTurn, Scene
+from pallas.product.llm.assembler.context import Character, ContextLine, PreparedTurn, Scene
 from pallas.product.llm.tool_loop import MAX_RESULT_CHARS, ToolLoopDeps
 from pallas.product.llm.tools.base import Conversation, ToolTag, Visibility
 from pallas.product.llm.tools.book import EssentialToolError, ToolBook
@@ -56,7 +56,7 @@ class Kit:
             turn_id=1,
             stream_id=self.stream_id,
             stream=stream,
-            persona=Persona("牛牛", "", ""),
+            character=Character("牛牛", "", ""),
             scene=Scene(stream.kind, "", ("小明",)),
             lines=(line,),
             batch_ids=(7,),
@@ -237,7 +237,7 @@ def box_turn(kit: Kit) -> PreparedTurn:
         turn_id=2,
         stream_id=kit.stream_id,
         stream=GROUP,
-        persona=Persona("牛牛", "", ""),
+        character=Character("牛牛", "", ""),
         scene=Scene(StreamKind.GROUP, "", ()),
         lines=(line,),
         batch_ids=(7,),

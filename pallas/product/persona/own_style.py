@@ -1,8 +1,8 @@
-"""The bot's own voice in each turn: the account's stored persona, plus one line of how it is
+"""The bot's own style in each turn: the account's stored character, plus one line of how it is
 right now (mood, the hour's routine, the session's tone, a private chat's "long time no see"
 hint once), all from fixed vocabularies, never from what anyone wrote. The mood listener takes a
 reply's mood markers as mood events; the nightly fingerprint job learns the habits of its
-replies that landed, shown as data (`VoiceHabits`).
+replies that landed, shown as data (`StyleHabits`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext
-from pallas.product.llm.assembler.context import ContextBlock, Persona
+from pallas.product.llm.assembler.context import Character, ContextBlock
 from pallas.product.persona.fingerprint import SentReply, fingerprint
 from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
 from pallas.product.persona.routine import asked_what_doing, routine_line
 from pallas.product.persona.session import Session, refreshed
-from pallas.product.persona.voice_store import (
-    BotVoiceStore,
+from pallas.product.persona.style_store import (
+    BotStyleStore,
     StoredSession,
     accounts,
     replies_with_answers,
@@ -40,14 +40,14 @@ class StateLines(Protocol):
     async def lines(self, turn: Turn) -> list[str]: ...
 
 
-class OwnVoice:
+class OwnStyle:
     """The persona a turn speaks in (the assembler asks once per turn)."""
 
     def __init__(
         self,
-        store: BotVoiceStore,
+        store: BotStyleStore,
         characters: CharacterStore,
-        seed: Persona,
+        seed: Character,
         clock: Callable[[], datetime],
         rng: Callable[[], random.Random],
         more: Sequence[StateLines] = (),
@@ -59,7 +59,7 @@ class OwnVoice:
         self._rng = rng
         self._more = more
 
-    async def persona(self, turn: Turn) -> Persona:
+    async def character(self, turn: Turn) -> Character:
         now = self._clock()
         stored = await self._characters.character(turn.stream.self_id, self._seed, now)
         parts = [await self._mood(turn, now), routine_line(now, asked_what_doing(turn.text))]
@@ -67,7 +67,7 @@ class OwnVoice:
         for more in self._more:
             parts += await more.lines(turn)
         state = "；".join(part for part in parts if part)
-        return Persona(stored.name or self._seed.name, stored.description, stored.style, state)
+        return Character(stored.name or self._seed.name, stored.description, stored.style, state)
 
     async def _mood(self, turn: Turn, now: datetime) -> str:
         valence, since = await self._store.mood(turn.stream.self_id)
@@ -97,7 +97,7 @@ class MoodListener:
 
     name = "mood"
 
-    def __init__(self, store: BotVoiceStore) -> None:
+    def __init__(self, store: BotStyleStore) -> None:
         self._store = store
 
     async def heard(self, context: FormContext) -> None:
@@ -119,7 +119,7 @@ ANSWERS_READ = 3
 
 
 async def learn_fingerprint(
-    job: ClaimedJob, engine: AsyncEngine, store: BotVoiceStore, clock: Callable[[], datetime]
+    job: ClaimedJob, engine: AsyncEngine, store: BotStyleStore, clock: Callable[[], datetime]
 ) -> None:
     """Nightly: each account's habits from its recent replies that landed well."""
     for self_id in await accounts(engine):
@@ -128,12 +128,12 @@ async def learn_fingerprint(
         await store.set_phrases(self_id, fingerprint(replies), clock())
 
 
-class VoiceHabits:
+class StyleHabits:
     """The context source: the habits of the bot's own replies that landed, as data."""
 
-    name = "voice"
+    name = "style"
 
-    def __init__(self, store: BotVoiceStore) -> None:
+    def __init__(self, store: BotStyleStore) -> None:
         self._store = store
 
     async def fetch(self, turn: Turn) -> ContextBlock | None:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.persona.own_voice import learn_fingerprint
-from pallas.product.persona.voice_store import (
-    BotVoiceStore,
+from pallas.product.persona.own_style import learn_fingerprint
+from pallas.product.persona.style_store import (
+    BotStyleStore,
     StoredSession,
     accounts,
     replies_with_answers,
@@ -22,7 +22,7 @@ T0 = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
 
 
 async def test_mood_and_sessions(engine: AsyncEngine, writer: TimelineWriter) -> None:
-    store = BotVoiceStore(engine)
+    store = BotStyleStore(engine)
     assert await store.mood("1") == (0.0, None)
     await store.set_mood("1", 0.4, T0)
     assert await store.mood("1") == (0.4, T0)
@@ -63,7 +63,7 @@ async def test_the_fingerprint_learns_from_replies_that_landed(
         ("走呗", ("嗯",), True),
         ("害，就这呗", ("哈哈哈哈",), False),
     ]
-    store = BotVoiceStore(engine)
+    store = BotStyleStore(engine)
     job = ClaimedJob(1, "persona.fingerprint", {}, None, 1, 3, T0)
     await learn_fingerprint(job, engine, store, lambda: T0)
     assert await store.phrases(BOT_ID) == ["呗"]  # 害 once, 呗 twice, 啦 did not land

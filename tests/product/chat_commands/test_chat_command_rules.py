@@ -7,9 +7,9 @@ import pytest
 
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.core.text import typed_text
+from pallas.product.chat_commands.commands import DEFAULT_MUTE_MINUTES, FEATURES, mute_minutes
+from pallas.product.chat_commands.plain import REASONS, recent_lines, why_not
 from pallas.product.conversation.commands import Syntax, parse_command
-from pallas.product.steering.commands import DEFAULT_MUTE_MINUTES, FEATURES, mute_minutes
-from pallas.product.steering.plain import REASONS, recent_lines, why_not
 from pallas.store.audit_trail import MessagePath, OutboxState, TrailEvent, TurnTrace
 from tests.support.inbound import T0
 

@@ -3,9 +3,10 @@ settings registry's own sections (never a copy), so the console shows what a com
 
   状态                     everyone   what is on here, today's calls and cost, the last decisions
   为什么不理我             everyone   why their last message got no answer
-  忘记我 [确认]            everyone   forget what the bot remembers about them (asks first)
   安静 [N 分钟] / 说话     admins     mute this group for N minutes / unmute it
   开启 / 关闭 <功能>       admins     switch a feature in this group
+
+Features add their own (memory's 忘记我, persona's 人设 and 拉黑...) through the seam.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKind
 from pallas.core.local_time import SHANGHAI
+from pallas.product.chat_commands.plain import recent_lines, why_not
 from pallas.product.conversation.commands import Audience, CommandCall, CommandStage
 from pallas.product.settings.registry import SettingsError, SettingsRegistry
-from pallas.product.steering.plain import recent_lines, why_not
 from pallas.store.audit_trail import explain, last_said_before, recent_decisions
 from pallas.store.llm_usage import chat_usage
 
@@ -44,7 +45,7 @@ NOT_YET = ("学说话", "学话")  # learned lines are not built yet
 
 
 @dataclass
-class SteeringDeps:
+class ChatCommandDeps:
     engine: AsyncEngine
     registry: SettingsRegistry
     clock: Callable[[], datetime]
@@ -60,7 +61,7 @@ class StatusCommand:
     name = "状态"
     summary = "这个群里开着什么、今天调用了几次模型、花了多少、最近为什么回或不回"
 
-    def __init__(self, deps: SteeringDeps) -> None:
+    def __init__(self, deps: ChatCommandDeps) -> None:
         self._deps = deps
 
     async def run(self, call: CommandCall) -> str:
@@ -100,7 +101,7 @@ class WhyNotCommand:
     name = "为什么不理我"
     summary = "看你上一句话为什么没得到回应"
 
-    def __init__(self, deps: SteeringDeps) -> None:
+    def __init__(self, deps: ChatCommandDeps) -> None:
         self._deps = deps
 
     async def run(self, call: CommandCall) -> str:
@@ -118,7 +119,7 @@ class MuteCommand:
     name = "安静"
     summary = f"让我在这个群安静一会儿：安静 N 分钟（最多 {MAX_MUTE_MINUTES}）"
 
-    def __init__(self, deps: SteeringDeps) -> None:
+    def __init__(self, deps: ChatCommandDeps) -> None:
         self._deps = deps
 
     async def run(self, call: CommandCall) -> str:
@@ -150,7 +151,7 @@ class UnmuteCommand:
     name = "说话"
     summary = "结束安静"
 
-    def __init__(self, deps: SteeringDeps) -> None:
+    def __init__(self, deps: ChatCommandDeps) -> None:
         self._deps = deps
 
     async def run(self, call: CommandCall) -> str:
@@ -165,7 +166,7 @@ class SwitchCommand:
     summary_on = "在这个群打开一个功能：开启 <功能>"
     summary_off = "在这个群关掉一个功能：关闭 <功能>"
 
-    def __init__(self, deps: SteeringDeps, on: bool) -> None:
+    def __init__(self, deps: ChatCommandDeps, on: bool) -> None:
         self._deps = deps
         self._on = on
         self.name = "开启" if on else "关闭"
@@ -189,14 +190,16 @@ class SwitchCommand:
         return f"好，这个群的「{feature}」{'开' if self._on else '关'}了。"
 
 
-async def _change(deps: SteeringDeps, call: CommandCall, changes: dict[str, Any], key: str) -> None:
+async def _change(
+    deps: ChatCommandDeps, call: CommandCall, changes: dict[str, Any], key: str
+) -> None:
     try:
         await deps.registry.update(key, str(call.stored.stream_id), changes, deps.clock())
     except SettingsError as exc:  # the registry names the field; the chat hears why
         raise ValueError("；".join(exc.problems.values())) from None
 
 
-def install_steering(stage: CommandStage, deps: SteeringDeps) -> None:
+def install_chat_commands(stage: CommandStage, deps: ChatCommandDeps) -> None:
     stage.register(StatusCommand(deps), Audience.MEMBER, ("status",))
     stage.register(WhyNotCommand(deps), Audience.MEMBER, ("为啥不理我",))
     stage.register(MuteCommand(deps), Audience.ADMIN, ("闭嘴",))

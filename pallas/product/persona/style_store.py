@@ -1,4 +1,4 @@
-"""The bot's own voice, as persona keeps it: its mood, its expression fingerprint, and each
+"""The bot's own style, as persona keeps it: its mood, its expression fingerprint, and each
 chat's current session (its character is the core's, pallas/store/character.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.persona.tables import BotMood, BotVoice, ChatSession
+from pallas.product.persona.tables import BotMood, BotStyle, ChatSession
 from pallas.store.database import Database
 from pallas.store.models import Message, Stream
 from pallas.store.sql import upsert
@@ -22,7 +22,7 @@ class StoredSession:
     resumption: str
 
 
-class BotVoiceStore:
+class BotStyleStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._writes = Database.of(engine).writes()
@@ -39,14 +39,14 @@ class BotVoiceStore:
             await conn.execute(upsert(conn, BotMood.__table__, ["self_id"], values))
 
     async def phrases(self, self_id: str) -> list[str]:
-        query = select(BotVoice.phrases).where(BotVoice.self_id == self_id)
+        query = select(BotStyle.phrases).where(BotStyle.self_id == self_id)
         async with self._engine.connect() as conn:
             return list(await conn.scalar(query) or [])
 
     async def set_phrases(self, self_id: str, phrases: list[str], now: datetime) -> None:
         values = {"self_id": self_id, "phrases": phrases, "updated_at": now}
         async with self._writes.begin() as conn:
-            await conn.execute(upsert(conn, BotVoice.__table__, ["self_id"], values))
+            await conn.execute(upsert(conn, BotStyle.__table__, ["self_id"], values))
 
     async def session(self, stream_id: int) -> StoredSession | None:
         query = select(ChatSession.started_at, ChatSession.tone, ChatSession.resumption).where(
