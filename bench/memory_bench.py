@@ -827,7 +827,7 @@ async def after_turn() -> tuple[list[float], list[float]]:
         jobs = Jobs(JobStore(engine), utc_now)
         jobs.handle(EXTRACT_KIND, _no_job)
         observers = TurnObservers()
-        observer = MemoryObserver(jobs, MemoryConfig())
+        observer = MemoryObserver(jobs, MemoryConfig)
         observers.register(observer)
         on_path, off_path = [], []
         for turn_id in range(AFTER_TURN_ROUNDS):

@@ -62,9 +62,9 @@ from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.ports import Facts
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
-    agent_reconfigure,
     core_registry,
 )
+from pallas.product.settings.delivery_section import LivePacing
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.retention_section import RetentionParts, install_retention
@@ -163,6 +163,7 @@ class Delivery:
     outbox: OutboxStore
     dispatcher: OutboxDispatcher
     sender: OutboxDelivery
+    pacing: LivePacing  # what the dispatcher reads at every send (the `delivery` section)
 
 
 @dataclass
@@ -217,7 +218,8 @@ class Runtime:
         extensions = install_all(features, core, targets, BUILT_IN_FEATURES, agent_file)
         # The agent acts with what the features plugged, so it is made last (tests bring
         # their own handler); the runner hands each turn to it.
-        agent = handler or _agent(core, outlet, delivery, tools, extensions.plugged)
+        agent = handler or _agent(core, outlet, delivery, tools, extensions.plugged,
+                                  registry.section("agent").current)  # fmt: skip
         conversation.runner.handler = agent
         return cls(settings, database, recorders, conversation, delivery, jobs, models, tools,
                    registry, extensions, outlet, PlatformLookups(conversation.ingress))  # fmt: skip
@@ -349,10 +351,11 @@ def _delivery(
     settings: Settings, engine: AsyncEngine, outlet: RoutedOutlet, ledger: LedgerWriter,
     kernel: KernelConfig,
 ) -> Delivery:  # fmt: skip
-    outbox = OutboxStore(engine)
-    dispatcher = OutboxDispatcher(outbox, outlet, ledger, kernel.delivery, utc_now)
+    outbox, pacing = OutboxStore(engine), LivePacing(kernel.delivery)
+    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now)
     checked = asset_checker(settings.pallas_data_dir / ASSETS_FOLDER)
-    return Delivery(outbox, dispatcher, OutboxDelivery(outbox, dispatcher, utc_now, checked))
+    sender = OutboxDelivery(outbox, dispatcher, utc_now, checked)
+    return Delivery(outbox, dispatcher, sender, pacing)
 
 
 def _core_services(
@@ -391,10 +394,9 @@ def _registry(
 ) -> SettingsRegistry:
     """The core's settings sections, and the chat commands that change them."""
     parts = CoreSectionParts(core.engine, conversation.policies, core.character,
-                             core.settings_table, core.models, delivery.dispatcher,
+                             core.settings_table, core.models, delivery.pacing,
                              core.bot_names, utc_now)  # fmt: skip
-    runner = conversation.runner
-    registry = core_registry(parts, core.agent_config, agent_reconfigure(lambda: runner.handler))
+    registry = core_registry(parts, core.agent_config)
     install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now))
     return registry
 
@@ -434,7 +436,7 @@ def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog)
 
 def _agent(
     core: CoreServices, outlet: RoutedOutlet, delivery: Delivery, tools: ToolSetup,
-    plugged: Plugged,
+    plugged: Plugged, limits: Callable[[], AgentConfig] | None,
 ) -> TurnHandler:  # fmt: skip
     return build_agent_handler(
         engine=core.engine,
@@ -452,6 +454,7 @@ def _agent(
         book=tools.book,
         skills=tools.skills,
         superusers=core.superusers,
+        limits=limits,
     )
 
 

@@ -54,7 +54,7 @@ class Labeller:
     assets: AssetStore
     models: ModelManager
     clock: Callable[[], datetime]
-    labels_per_hour: int
+    labels_per_hour: Callable[[], int]  # asked at every label: the console may change it
 
     async def label(self, asset: StoredAsset, *, sticker: bool, why: str) -> AssetLabel | None:
         known = await self.assets.label(asset.sha256)
@@ -62,7 +62,7 @@ class Labeller:
             return known
         now = self.clock()
         spent = await self.assets.labels_since(now - BUDGET_WINDOW)
-        if spent >= self.labels_per_hour:
+        if spent >= self.labels_per_hour():
             logger.info("media: labelling budget spent ({}/h); {} not described", spent, why)
             return None
         await self.assets.mark_labelling(asset.sha256, now)

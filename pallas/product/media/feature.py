@@ -18,7 +18,7 @@ from pallas.product.media.describe import DescribeDeps, Labeller, describe_messa
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
 from pallas.product.media.habit_store import StickerHabitStore
 from pallas.product.media.retention import MAX_ASSET_BYTES, PRUNE, PRUNE_KIND, prune_assets
-from pallas.product.media.settings import MediaParts, media_section
+from pallas.product.media.settings import media_section
 from pallas.product.media.sight import DESCRIBE_KIND, Arrivals, Sight
 from pallas.product.media.sticker_commands import (
     CollectStickerCommand,
@@ -36,6 +36,7 @@ from pallas.product.media.sticker_store import StickerLibrary
 from pallas.product.media.sticker_tools import sticker_tools
 from pallas.product.media.stickers import StickerReply, sticker_receipts
 from pallas.product.media.voice import VoiceReply
+from pallas.product.settings.applied import Live
 from pallas.providers.catalog import ModelType
 from pallas.store.retention import scan_holds
 
@@ -74,21 +75,20 @@ def install_media(plugs: Plugs, config: MediaConfig | None = None) -> None:
     plugs.add_lifespan(_nothing, client.aclose, name="media http client")
     media = _Media(plugs, core, StickerHabitStore(core.engine),
                    StickerLibrary(core.engine), client)  # fmt: skip
-    labeller = Labeller(core.assets, core.models, core.clock, config.labels_per_hour)
+    live = Live(config)  # what the parts read where they act; the console changes it
+    plugs.add_section(media_section(core.settings_table, live))
+    labeller = Labeller(core.assets, core.models, core.clock, lambda: live().labels_per_hour)
     _keep_pictures(media)
-    describe, sight = _understand(media, labeller, config)
-    habit = _habit(media, labeller, config)
-    stickers = _stickers(media)
-    voice = VoiceReply(core.models, core.assets, core.clock, config.tts_voice)
-    plugs.add_reply_form(voice)
+    describe = _understand(media, labeller, live)
+    _habit(media, labeller, live)
+    _stickers(media, live)
+    plugs.add_reply_form(VoiceReply(core.models, core.assets, core.clock, live))
     for command in (
         CollectStickerCommand(media.library, describe, core.clock),
         StickerListCommand(media.library),
         DropStickerCommand(media.library),
     ):
         plugs.add_command(command)
-    parts = MediaParts(labeller, sight, habit, stickers, voice)
-    plugs.add_section(media_section(core.settings_table, config, parts))
     # the pictures, stickers and voices media keeps, under their cap
     plugs.add_job(PRUNE_KIND, partial(prune_assets, store=core.assets, max_bytes=MAX_ASSET_BYTES))
     plugs.add_periodic_job(PRUNE)
@@ -107,9 +107,7 @@ def _keep_pictures(media: _Media) -> None:
     media.plugs.add_stage(MediaStage(core.jobs))
 
 
-def _understand(
-    media: _Media, labeller: Labeller, config: MediaConfig
-) -> tuple[DescribeDeps, Sight]:
+def _understand(media: _Media, labeller: Labeller, config: Live[MediaConfig]) -> DescribeDeps:
     core = media.core
     arrivals = Arrivals()
     deps = DescribeDeps(core.assets, core.models, labeller, media.client, arrivals, core.clock)
@@ -122,13 +120,14 @@ def _understand(
     if not voice:
         logger.info("media: no `asr` model is registered; voices stay placeholders")
     sight = Sight(
-        core.engine, core.jobs, arrivals, wait_s=config.sight_wait_s, vision=vision, voice=voice
-    )
+        core.engine, core.jobs, arrivals,
+        wait_s=lambda: config().sight_wait_s, vision=vision, voice=voice,
+    )  # fmt: skip
     media.plugs.add_preparer(sight)
-    return deps, sight
+    return deps
 
 
-def _habit(media: _Media, labeller: Labeller, config: MediaConfig) -> HabitDeps:
+def _habit(media: _Media, labeller: Labeller, config: Live[MediaConfig]) -> None:
     core = media.core
     deps = HabitDeps(
         store=media.habit,
@@ -137,17 +136,16 @@ def _habit(media: _Media, labeller: Labeller, config: MediaConfig) -> HabitDeps:
         assets=core.assets,
         labeller=labeller,
         clock=core.clock,
-        habit_threshold=config.habit_threshold,
-        collect_threshold=config.collect_threshold,
+        habit_threshold=lambda: config().habit_threshold,
+        collect_threshold=lambda: config().collect_threshold,
     )
     media.plugs.add_job(HABIT_KIND, partial(run_habit_job, deps=deps), timeout_s=HABIT_TIMEOUT_S)
     media.plugs.add_periodic_job(HABIT_SCAN)
     # what the scan has yet to read stays until it has
     media.plugs.add_retention_hold("sticker_habit", partial(scan_holds, core.engine, CURSOR))
-    return deps
 
 
-def _stickers(media: _Media) -> StickerReply:
+def _stickers(media: _Media, config: Live[MediaConfig]) -> None:
     rng = random.Random
     media.plugs.add_receipt_listener(sticker_receipts(media.library, media.core.clock))
     media.plugs.add_tool_plugin(
@@ -155,9 +153,10 @@ def _stickers(media: _Media) -> StickerReply:
             "sticker", "表情包：查找、随回复发一张", common=sticker_tools(media.library, rng)
         )
     )
-    reply = StickerReply(media.library, rng, media.core.features)
+    reply = StickerReply(
+        media.library, rng, media.core.features, enabled=lambda: config().sticker_replies
+    )
     media.plugs.add_reply_form(reply)
-    return reply
 
 
 EXTENSION = media_extension()

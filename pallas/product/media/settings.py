@@ -4,15 +4,8 @@ file gives the defaults, the console changes them for the next message, no resta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pallas.product.media.config import MediaConfig
-from pallas.product.media.describe import Labeller
-from pallas.product.media.sight import Sight
-from pallas.product.media.sticker_habit import HabitDeps
-from pallas.product.media.stickers import StickerReply
-from pallas.product.media.voice import VoiceReply
-from pallas.product.settings.applied import applied_section
+from pallas.product.settings.applied import Live, applied_section
 from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
 
@@ -33,27 +26,6 @@ MEDIA_HELPS = {
 }
 
 
-@dataclass(frozen=True)
-class MediaParts:
-    """The parts of the media feature that read a knob each time they act."""
-
-    labeller: Labeller
-    sight: Sight
-    habit: HabitDeps
-    stickers: StickerReply
-    voice: VoiceReply
-
-    def use(self, config: MediaConfig) -> None:
-        self.labeller.labels_per_hour = config.labels_per_hour
-        self.sight.wait_s = config.sight_wait_s
-        self.habit.habit_threshold = config.habit_threshold
-        self.habit.collect_threshold = config.collect_threshold
-        self.stickers.enabled = config.sticker_replies
-        self.voice.enabled, self.voice.voice = config.voice_replies, config.tts_voice
-
-
-def media_section(table: SettingsTable, base: MediaConfig, parts: MediaParts) -> Section:
-    parts.use(base)  # the reply forms start switched on; the agent file may say otherwise
-    return applied_section(
-        "media", "图片、表情包和语音", table, base, parts.use, MEDIA_TITLES, MEDIA_HELPS
-    )
+def media_section(table: SettingsTable, live: Live[MediaConfig]) -> Section:
+    """The media knobs; media's parts read them through `live` where they act."""
+    return applied_section("media", "图片、表情包和语音", table, live, MEDIA_TITLES, MEDIA_HELPS)

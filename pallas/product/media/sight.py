@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -130,14 +130,14 @@ class Sight:
         jobs: Jobs,
         arrivals: Arrivals,
         *,
-        wait_s: float,
+        wait_s: Callable[[], float],
         vision: bool,
         voice: bool,
     ) -> None:
         self._engine = engine
         self._jobs = jobs
         self._arrivals = arrivals
-        self.wait_s = wait_s  # the console may change it (media/settings.py)
+        self._wait_s = wait_s  # asked at every turn: the console may change it
         self._vision = vision
         self._voice = voice
 
@@ -166,8 +166,9 @@ class Sight:
             logger.warning("turn {}: descriptions not queued: {!r}", turn.turn_id, exc)
             self._arrivals.forget(message_ids)
             return {"messages": list(message_ids), "described": 0, "error": repr(exc)[:200]}
+        wait_s = self._wait_s()
         try:
-            async with asyncio.timeout(self.wait_s):
+            async with asyncio.timeout(wait_s):
                 await asyncio.gather(*(event.wait() for event in events))
         except TimeoutError:
             logger.info(
@@ -175,7 +176,7 @@ class Sight:
                 turn.turn_id,
                 sum(not e.is_set() for e in events),
                 len(events),
-                self.wait_s,
+                wait_s,
             )  # the queued jobs still arrive and clear their events; another turn may wait too
         waited_ms = round((time.monotonic() - started) * 1000)
         described = sum(e.is_set() for e in events)

@@ -48,8 +48,9 @@ class HabitDeps:
     assets: AssetStore
     labeller: Labeller | None  # None: no vision model; only files labelled before count
     clock: Callable[[], datetime]
-    habit_threshold: int
-    collect_threshold: int
+    # Asked at every run: the console may change them.
+    habit_threshold: Callable[[], int]
+    collect_threshold: Callable[[], int]
 
 
 async def run_habit_job(job: ClaimedJob, deps: HabitDeps) -> None:
@@ -61,7 +62,7 @@ async def run_habit_job(job: ClaimedJob, deps: HabitDeps) -> None:
 async def promote_favourites(job: ClaimedJob, deps: HabitDeps) -> None:
     if not deps.facts.kept:  # memory is off: the favourites wait, unlabelled, until it is on
         return
-    due = await deps.library.due_favourites(deps.habit_threshold, MAX_PER_RUN)
+    due = await deps.library.due_favourites(deps.habit_threshold(), MAX_PER_RUN)
     for favourite in due:
         label = await _label(favourite.sha256, deps, "a favourite sticker")
         if label is None:
@@ -87,7 +88,7 @@ async def promote_favourites(job: ClaimedJob, deps: HabitDeps) -> None:
 
 
 async def collect_popular(deps: HabitDeps) -> None:
-    for sha in await deps.library.popular_outside(deps.collect_threshold, MAX_PER_RUN):
+    for sha in await deps.library.popular_outside(deps.collect_threshold(), MAX_PER_RUN):
         label = await _label(sha, deps, "a popular sticker")
         if label is not None:
             await deps.library.add(sha, label.description, label.emotions, "group", deps.clock())

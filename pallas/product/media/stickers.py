@@ -86,18 +86,19 @@ class StickerReply:
         library: StickerLibrary,
         rng: Callable[[], random.Random],
         features: FeatureGate | None = None,
+        enabled: Callable[[], bool] = lambda: True,
     ) -> None:
         self._library = library
         self._rng = rng
         self._features = features
-        self.enabled = True  # all chats; the console may switch it (media/settings.py)
+        self._enabled = enabled  # all chats; asked at every reply: the console may switch it
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
         wanted = [i.value for i in context.intents if i.kind is IntentKind.STICKER and i.value]
         chosen = context.choices.get(CHOSEN)
         if not wanted and not chosen:
             return reply
-        if not self.enabled:  # a sticker-only reply says its feeling in words
+        if not self._enabled():  # a sticker-only reply says its feeling in words
             return reply
         if self._features and not await self._features.allows(
             context.turn.stream_id, Feature.STICKERS

@@ -20,6 +20,7 @@ from pallas.core.media import VOICE_PLACEHOLDER, NotMedia, described
 from pallas.product.conversation.delivery.contract import OutgoingMedia
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.reply_forms import FormContext, ReplyShape
+from pallas.product.media.config import MediaConfig
 from pallas.providers.catalog import ModelType
 from pallas.providers.errors import ProviderError
 from pallas.providers.manager import ModelManager
@@ -59,17 +60,16 @@ class VoiceReply:
         models: ModelManager,
         assets: AssetStore,
         clock: Callable[[], datetime],
-        voice: str,
+        config: Callable[[], MediaConfig],
     ) -> None:
         self._models = models
         self._assets = assets
         self._clock = clock
-        self.voice = voice  # the console may change it and `enabled` (media/settings.py)
-        self.enabled = True
+        self._config = config  # voice_replies, tts_voice: asked at every reply
 
     async def shape(self, reply: ReplyShape, context: FormContext) -> ReplyShape:
         words = "\n".join(reply.bubbles)
-        if not self.enabled or not words or len(words) > MAX_SPOKEN_CHARS:
+        if not self._config().voice_replies or not words or len(words) > MAX_SPOKEN_CHARS:
             return reply
         if not wants_voice(context.turn):
             return reply
@@ -83,7 +83,7 @@ class VoiceReply:
     async def _speak(self, words: str, turn: Turn) -> OutgoingMedia | None:
         tag = CallTag(Purpose.SPEECH, turn.stream_id, turn.turn_id)
         try:
-            result = await self._models.speak(words, tag=tag, voice=self.voice)
+            result = await self._models.speak(words, tag=tag, voice=self._config().tts_voice)
             asset = await self._assets.put(result.audio, self._clock(), source="generated")
         except (ProviderError, NotMedia) as exc:
             logger.warning("turn {}: reply not spoken, sent as text: {!r}", turn.turn_id, exc)

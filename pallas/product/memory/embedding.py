@@ -9,7 +9,7 @@ keyword recall. A call that fails or takes longer than the timeout does the same
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from loguru import logger
@@ -38,12 +38,16 @@ class EmbedFailed:
 
 class Embedder:
     def __init__(
-        self, models: ModelManager, store: MemoryStore, engine: AsyncEngine, timeout_s: float
+        self,
+        models: ModelManager,
+        store: MemoryStore,
+        engine: AsyncEngine,
+        timeout_s: Callable[[], float],
     ) -> None:
         self._models = models
         self._store = store
         self._engine = engine
-        self.timeout_s = timeout_s
+        self._timeout_s = timeout_s  # asked at every call: the console may change it
         self._dims: dict[str, int] = {}
 
     @property
@@ -53,13 +57,14 @@ class Embedder:
     async def embed(
         self, texts: Sequence[str], stream_id: int | None = None
     ) -> Embedded | EmbedFailed:
+        timeout_s = self._timeout_s()
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with asyncio.timeout(timeout_s):
                 result = await self._models.embed(
                     list(texts), tag=CallTag(Purpose.EMBEDDING, stream_id=stream_id)
                 )
         except TimeoutError:
-            return self._failed(f"no answer within {self.timeout_s:g} s")
+            return self._failed(f"no answer within {timeout_s:g} s")
         except Exception as exc:  # any provider failure: recall goes on by keyword
             return self._failed(f"{type(exc).__name__}: {exc}"[:200])
         sizes = {len(v) for v in result.vectors}

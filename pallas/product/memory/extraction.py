@@ -77,7 +77,7 @@ class ExtractionDeps:
     engine: AsyncEngine
     store: MemoryStore
     models: ModelManager
-    config: MemoryConfig
+    config: Callable[[], MemoryConfig]  # memory's numbers as they are now (a reader)
     clock: Callable[[], datetime]
     superusers: frozenset[str] = frozenset()
     embedder: Embedder | None = None
@@ -94,14 +94,14 @@ class MemoryObserver:
 
     name = "memory"
 
-    def __init__(self, jobs: Jobs, config: MemoryConfig) -> None:
+    def __init__(self, jobs: Jobs, config: Callable[[], MemoryConfig]) -> None:
         self._jobs = jobs
-        self.config = config
+        self._config = config
 
     async def turn_ended(self, ended: TurnEnded) -> None:
         if ended.ending not in (TurnEnding.DONE, TurnEnding.SILENT):
             return
-        due = ended.at + timedelta(seconds=self.config.extraction_delay_s)
+        due = ended.at + timedelta(seconds=self._config().extraction_delay_s)
         # One run per chat and half minute: turns ending close together share it. When that
         # run has already started, the next one takes these lines (within RUN_SLOT_S more).
         slot = int(due.timestamp() // RUN_SLOT_S)
@@ -129,12 +129,13 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
     newest = await newest_message_id(deps.engine, stream_id)
     if newest <= cursor:
         return
-    lines = await window_up_to(deps.engine, stream_id, newest, deps.config.extraction_messages)
+    config = deps.config()
+    lines = await window_up_to(deps.engine, stream_id, newest, config.extraction_messages)
     if lines and lines[0].message_id > cursor + 1 and cursor:
         logger.info(
             "memory: chat {} had more new lines than one run reads; older skipped", stream_id
         )
-    candidates = pick_candidates(lines, cursor, deps.config.extraction_candidates)
+    candidates = pick_candidates(lines, cursor, config.extraction_candidates)
     now = deps.clock()
     model_type = extraction_model_type(deps.models)
     if not candidates or model_type is None:

@@ -29,9 +29,10 @@ from pallas.product.memory.extraction import (
 )
 from pallas.product.memory.holds import memory_holds
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
-from pallas.product.memory.settings import MemoryParts, memory_section
+from pallas.product.memory.settings import memory_section
 from pallas.product.memory.store import MemoryStore
 from pallas.product.memory.tools import memory_tools
+from pallas.product.settings.applied import Live
 from pallas.product.settings.features import Feature, FeatureGate
 
 EXTRACTION_TIMEOUT_S = 120.0
@@ -55,12 +56,14 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     if not config.enabled:
         logger.info("memory is off (memory.enabled is false in config/agent.yml)")
         return
-    embedder = Embedder(core.models, store, core.engine, config.embedding_timeout_s)
+    live = Live(config)  # what the parts read where they act; the console changes it
+    plugs.add_section(memory_section(core.settings_table, live))
+    embedder = Embedder(core.models, store, core.engine, lambda: live().embedding_timeout_s)
     deps = ExtractionDeps(
         engine=core.engine,
         store=store,
         models=core.models,
-        config=config,
+        config=live,
         clock=core.clock,
         superusers=core.superusers,
         embedder=embedder,
@@ -69,18 +72,14 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     plugs.add_job(EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S)
     plugs.add_job(DECAY_KIND, partial(run_decay, store=store, clock=core.clock))
     plugs.add_periodic_job(DECAY)
-    observer = None
     if extraction_model_type(core.models) is not None:
-        observer = MemoryObserver(core.jobs, config)
-        plugs.add_observer(_SwitchedObserver(observer, core.features))
+        plugs.add_observer(_SwitchedObserver(MemoryObserver(core.jobs, live), core.features))
     else:  # recall of what is stored still runs; nothing new is extracted
         logger.info("memory: no model that can call tools is registered; nothing is extracted")
-    recall = MemoryRecall(core.engine, config, core.clock, embedder)
-    behavior = BehaviorGuidance(store, config)
+    recall = MemoryRecall(core.engine, live, core.clock, embedder)
+    behavior = BehaviorGuidance(store, live)
     plugs.add_context_source(_SwitchedSource(recall, core.features))
     plugs.add_context_source(_SwitchedSource(behavior, core.features))
-    parts = MemoryParts(deps, observer, recall, behavior, embedder)
-    plugs.add_section(memory_section(core.settings_table, config, parts))
     plugs.add_tool_plugin(
         FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(store))
     )

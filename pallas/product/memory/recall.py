@@ -69,12 +69,12 @@ class MemoryRecall:
     def __init__(
         self,
         engine: AsyncEngine,
-        config: MemoryConfig,
+        config: Callable[[], MemoryConfig],
         clock: Callable[[], datetime],
         embedder: Embedder | None = None,
     ) -> None:
         self._engine = engine
-        self.config = config
+        self._config = config  # a reader: the console changes the numbers
         self._embedder = embedder
         self._clock = clock
 
@@ -87,7 +87,7 @@ class MemoryRecall:
     ) -> ContextBlock:
         """`batch`: (message id, sender person id) of the messages the turn answers."""
         lines = await window_up_to(
-            self._engine, stream_id, watermark, self.config.recall_window + len(batch)
+            self._engine, stream_id, watermark, self._config().recall_window + len(batch)
         )
         present = present_people(lines, [person for _, person in batch])
         queries = recall_queries(text, lines, {mid for mid, _ in batch})
@@ -96,7 +96,7 @@ class MemoryRecall:
         vectors = await self._query_vectors(queries, trace, stream_id)
         senders = tuple(dict.fromkeys(person for _, person in batch))
         result = await recall_entries(
-            self._engine, queries, scope, self.config.recall_limit, vectors, senders
+            self._engine, queries, scope, self._config().recall_limit, vectors, senders
         )
         trace["mode"] = "keyword" if vectors is None else "hybrid"
         if vectors is not None:
@@ -124,15 +124,16 @@ class BehaviorGuidance:
 
     name = "behavior"
 
-    def __init__(self, store: MemoryStore, config: MemoryConfig) -> None:
+    def __init__(self, store: MemoryStore, config: Callable[[], MemoryConfig]) -> None:
         self._store = store
-        self.config = config
+        self._config = config  # a reader: the console changes the numbers
 
     async def fetch(self, turn: Turn) -> ContextBlock | None:
-        if self.config.behavior_limit == 0:
+        limit = self._config().behavior_limit
+        if limit == 0:
             return None
         entries = await self._store.entries(
-            stream_id=turn.stream_id, kind=MemoryKind.BEHAVIOR, limit=self.config.behavior_limit
+            stream_id=turn.stream_id, kind=MemoryKind.BEHAVIOR, limit=limit
         )
         if not entries:
             return None

@@ -5,13 +5,8 @@ feature is installed at all); each group switches its memory in 功能开关."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pallas.product.memory.config import MemoryConfig
-from pallas.product.memory.embedding import Embedder
-from pallas.product.memory.extraction import ExtractionDeps, MemoryObserver
-from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
-from pallas.product.settings.applied import applied_section
+from pallas.product.settings.applied import Live, applied_section
 from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
 
@@ -32,24 +27,6 @@ MEMORY_HELPS = {
 }
 
 
-@dataclass(frozen=True)
-class MemoryParts:
-    """The parts of memory that read a number each time they act."""
-
-    extraction: ExtractionDeps
-    observer: MemoryObserver | None  # None: no model can extract
-    recall: MemoryRecall
-    behavior: BehaviorGuidance
-    embedder: Embedder
-
-    def use(self, config: MemoryConfig) -> None:
-        self.extraction.config = config
-        if self.observer is not None:
-            self.observer.config = config
-        self.recall.config = config
-        self.behavior.config = config
-        self.embedder.timeout_s = config.embedding_timeout_s
-
-
-def memory_section(table: SettingsTable, base: MemoryConfig, parts: MemoryParts) -> Section:
-    return applied_section("memory", "记忆", table, base, parts.use, MEMORY_TITLES, MEMORY_HELPS)
+def memory_section(table: SettingsTable, live: Live[MemoryConfig]) -> Section:
+    """Memory's numbers; its parts read them through `live` where they act."""
+    return applied_section("memory", "记忆", table, live, MEMORY_TITLES, MEMORY_HELPS)

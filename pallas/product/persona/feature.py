@@ -59,6 +59,7 @@ from pallas.product.persona.settings import PersonaKnobs, persona_sections
 from pallas.product.persona.store import PersonaStore
 from pallas.product.persona.style_store import BotStyleStore
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
+from pallas.product.settings.applied import Live
 from pallas.store.character import StoredCharacter
 
 
@@ -88,8 +89,8 @@ def persona_extension(configs: PersonaKeys | None = None) -> Extension:
 
 def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     """Everything is installed whatever the switches say: the console turns rage, the
-    follow-up and promises on and off while the bot runs, and each asks its switch where
-    it acts."""
+    follow-up and promises on and off while the bot runs, and each part reads its section
+    (a `Live` reader) where it acts."""
     core = plugs.core
     agent = core.agent_config
     configs = configs or plugs.config
@@ -105,19 +106,18 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
         plugs.add_command(command(core.engine, host.store, core.clock))
     plugs.add_silence_policy(RageSilence(host.store))  # lifting still works with rage off
     _console(host)
-    promises = _promises(host, configs.promises)
-    follow_up = _follow_up(host, configs.follow_up)
-    watch, notify = _rage(host, configs.rage)
-    judging = OffenceLines(frozenset(host.owners), lambda: watch.enabled and watch.judging)
-    _own_style(host, [PromiseLines(promises), judging])
-    knobs = PersonaKnobs(
-        rage=partial(_use_rage, watch=watch, notify=notify),
-        follow_up=partial(setattr, follow_up, "config"),
-        promises=partial(setattr, promises, "config"),
-    )
-    bases = (configs.rage, configs.follow_up, configs.promises)
-    for section in persona_sections(core.settings_table, bases, knobs):
+    knobs = PersonaKnobs(Live(configs.rage), Live(configs.follow_up), Live(configs.promises))
+    for section in persona_sections(core.settings_table, knobs):
         plugs.add_section(section)
+    promises = _promises(host, knobs.promises)
+    _follow_up(host, knobs.follow_up)
+    _rage(host, knobs.rage)
+    rage = knobs.rage
+
+    def judging() -> bool:
+        return rage().enabled and rage().model_judgement
+
+    _own_style(host, [PromiseLines(promises), OffenceLines(frozenset(host.owners), judging)])
 
 
 def _console(host: _Persona) -> None:
@@ -131,15 +131,9 @@ def _console(host: _Persona) -> None:
     host.plugs.add_person_action("lift", lift)
 
 
-def _use_rage(config: RageConfig, *, watch: WatchDeps, notify: NotifyDeps) -> None:
-    watch.policy = config.policy()
-    watch.enabled, watch.judging = config.enabled, config.model_judgement
-    notify.check_after_s = config.notify_check_s
-
-
-def _rage(host: _Persona, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
+def _rage(host: _Persona, config: Live[RageConfig]) -> None:
     """Attacks noticed: the persona stage, the owners' notice; the model's judgment too."""
-    notify = _notices(host, config)
+    _notices(host, config)
     watch = WatchDeps(
         engine=host.core.engine,
         store=host.store,
@@ -148,13 +142,10 @@ def _rage(host: _Persona, config: RageConfig) -> tuple[WatchDeps, NotifyDeps]:
         owners=frozenset(host.owners),
         names=host.core.bot_names,
         clock=host.core.clock,
-        policy=config.policy(),
-        enabled=config.enabled,
-        judging=config.model_judgement,
+        rage=config,
     )
     host.plugs.add_stage(PersonaWatch(watch))
     host.plugs.add_intent_listener(OffenceListener(watch))
-    return watch, notify
 
 
 def _own_style(host: _Persona, more: list[StateLines]) -> None:
@@ -172,7 +163,7 @@ def _own_style(host: _Persona, more: list[StateLines]) -> None:
     host.plugs.add_command(PersonaCommand(host.core.character, seed, host.core.clock))
 
 
-def _promises(host: _Persona, config: PromiseConfig) -> PromiseDeps:
+def _promises(host: _Persona, config: Live[PromiseConfig]) -> PromiseDeps:
     deps = PromiseDeps(
         store=host.promises,
         jobs=host.core.jobs,
@@ -190,7 +181,7 @@ def _promises(host: _Persona, config: PromiseConfig) -> PromiseDeps:
     return deps
 
 
-def _follow_up(host: _Persona, config: FollowUpConfig) -> FollowUpDeps:
+def _follow_up(host: _Persona, config: Live[FollowUpConfig]) -> None:
     deps = FollowUpDeps(
         engine=host.core.engine,
         jobs=host.core.jobs,
@@ -203,10 +194,9 @@ def _follow_up(host: _Persona, config: FollowUpConfig) -> FollowUpDeps:
     host.plugs.add_observer(FollowUpArm(deps))  # arms nothing while switched off
     # Handled even when switched off: chances armed before end as `disabled`.
     host.plugs.add_job(FOLLOW_UP_KIND, partial(run_follow_up, deps=deps))
-    return deps
 
 
-def _notices(host: _Persona, config: RageConfig) -> NotifyDeps:
+def _notices(host: _Persona, config: Live[RageConfig]) -> None:
     deps = NotifyDeps(
         engine=host.core.engine,
         sender=host.core.sender,
@@ -216,11 +206,10 @@ def _notices(host: _Persona, config: RageConfig) -> NotifyDeps:
         smtp=SmtpConfig.from_settings(host.core.settings),
         action_ids=host.core.action_ids,
         clock=host.core.clock,
-        check_after_s=config.notify_check_s,
+        check_after_s=lambda: config().notify_check_s,
     )
     host.plugs.add_job(NOTIFY_KIND, partial(notify_owners, deps=deps))
     host.plugs.add_job(CHECK_KIND, partial(check_notice, deps=deps))
-    return deps
 
 
 EXTENSION = persona_extension()

@@ -71,7 +71,7 @@ class FollowUpDeps:
     jobs: Jobs
     ledger: LedgerWriter
     proactive: ProactiveTurns
-    config: FollowUpConfig
+    config: Callable[[], FollowUpConfig]  # asked where it acts: the console changes it
     clock: Callable[[], datetime]
     rng: Callable[[], random.Random]
 
@@ -86,7 +86,7 @@ class FollowUpArm:
 
     async def turn_ended(self, ended: TurnEnded) -> None:
         deps = self._deps
-        if not deps.config.enabled:
+        if not deps.config().enabled:
             return
         if ended.stream.kind is not StreamKind.PRIVATE or ended.occasion:
             return  # groups have their own rhythm; a turn of the bot's own arms nothing
@@ -105,7 +105,7 @@ class FollowUpArm:
             FOLLOW_UP_KIND,
             payload,
             key=f"{FOLLOW_UP_KIND}:{ended.turn_id}",
-            due_at=ended.at + follow_up_delay(deps.config, deps.rng()),
+            due_at=ended.at + follow_up_delay(deps.config(), deps.rng()),
             max_attempts=1,
         )
 
@@ -114,8 +114,9 @@ async def run_follow_up(job: ClaimedJob, deps: FollowUpDeps) -> None:
     stream_id, after = int(job.payload["stream_id"]), int(job.payload["after"])
     now = deps.clock()
     said = await said_since(deps.engine, stream_id, after, int(job.payload["turn_id"]))
-    verdict = judge_follow_up(said, now, deps.config.at_night)
-    if not deps.config.enabled:
+    config = deps.config()
+    verdict = judge_follow_up(said, now, config.at_night)
+    if not config.enabled:
         verdict = FollowUpVerdict.DISABLED
     if verdict is FollowUpVerdict.GO:
         replied_at = datetime.fromisoformat(str(job.payload["replied_at"]))

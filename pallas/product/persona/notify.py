@@ -41,7 +41,7 @@ class NotifyDeps:
     smtp: SmtpConfig
     action_ids: Callable[[], int]
     clock: Callable[[], datetime]
-    check_after_s: float
+    check_after_s: Callable[[], float]  # asked when a notice is queued: the console sets it
 
 
 def blacklist_notice(payload: dict[str, str]) -> str:
@@ -66,7 +66,7 @@ async def notify_owners(job: ClaimedJob, deps: NotifyDeps) -> None:
             deps.action_ids(), stream_id, segments, key=f"notify:{job.id}:{owner}"
         )
         queued.extend(await deps.sender.send(message))
-    due = deps.clock() + timedelta(seconds=deps.check_after_s)
+    due = deps.clock() + timedelta(seconds=deps.check_after_s())
     payload = {"outbox_ids": queued, "text": text}
     await deps.jobs.enqueue(CHECK_KIND, payload, key=f"{CHECK_KIND}:{job.id}", due_at=due)
 

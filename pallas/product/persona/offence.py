@@ -35,7 +35,8 @@ class OffenceListener:
     async def heard(self, context: FormContext) -> None:
         reasons = [i.value for i in context.intents if i.kind is IntentKind.OFFENCE]
         theirs = [m for m in context.turn.messages if not m.message.from_bot]
-        if not reasons or not theirs or not (self._deps.enabled and self._deps.judging):
+        rage = self._deps.rage()
+        if not reasons or not theirs or not (rage.enabled and rage.model_judgement):
             return
         deps, last = self._deps, theirs[-1]
         if await attacks_noted(deps.engine, [m.message_id for m in theirs]):

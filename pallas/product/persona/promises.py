@@ -104,7 +104,7 @@ class PromiseDeps:
     ledger: LedgerWriter
     proactive: ProactiveTurns
     owners: frozenset[str]
-    config: PromiseConfig
+    config: Callable[[], PromiseConfig]  # asked where it acts: the console changes it
     clock: Callable[[], datetime]
 
 
@@ -122,7 +122,7 @@ class PromiseListener:
         owner = owner_asking(turn, self._deps.owners)
         for value in values:
             draft = read_promise(value, context.now)
-            if draft is None or owner is None or not self._deps.config.enabled:
+            if draft is None or owner is None or not self._deps.config().enabled:
                 why = "no_text" if draft is None else "not_owner" if owner is None else "disabled"
                 self._event(turn, EventKind.PROMISE_REFUSED, why, {"value": value})
                 continue
@@ -175,7 +175,7 @@ async def run_promise_due(job: ClaimedJob, deps: PromiseDeps) -> None:
 
 async def expire_promises(job: ClaimedJob, deps: PromiseDeps) -> None:
     now = deps.clock()
-    await deps.store.expire(now - timedelta(days=deps.config.keep_days), now)
+    await deps.store.expire(now - timedelta(days=deps.config().keep_days), now)
 
 
 class PromiseLines:
@@ -187,10 +187,11 @@ class PromiseLines:
 
     async def lines(self, turn: Turn) -> list[str]:
         deps, now = self._deps, self._deps.clock()
-        if not deps.config.enabled:
+        config = deps.config()
+        if not config.enabled:
             return []
-        since = now - timedelta(days=deps.config.keep_days)
-        shown = await deps.store.open_in(turn.stream_id, since, deps.config.shown)
+        since = now - timedelta(days=config.keep_days)
+        shown = await deps.store.open_in(turn.stream_id, since, config.shown)
         lines = []
         if shown:
             lines.append("你答应过主人：" + "；".join(_described(p.text, p.due_at) for p in shown))

@@ -4,11 +4,10 @@ restart (docs/persona.md, docs/console.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pallas.product.persona.config import FollowUpConfig, PromiseConfig, RageConfig
-from pallas.product.settings.applied import applied_section
+from pallas.product.settings.applied import Live, applied_section
 from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
 
@@ -43,32 +42,18 @@ PROMISE_HELPS = {"enabled": "只有主人（SUPERUSERS）能让它答应事情"}
 
 @dataclass(frozen=True)
 class PersonaKnobs:
-    """Where each section's new values go: the feature's own deps, changed in place."""
+    """The sections' current values, as persona's parts read them where they act."""
 
-    rage: Callable[[RageConfig], None]
-    follow_up: Callable[[FollowUpConfig], None]
-    promises: Callable[[PromiseConfig], None]
+    rage: Live[RageConfig]
+    follow_up: Live[FollowUpConfig]
+    promises: Live[PromiseConfig]
 
 
-def persona_sections(
-    table: SettingsTable,
-    bases: tuple[RageConfig, FollowUpConfig, PromiseConfig],
-    knobs: PersonaKnobs,
-) -> list[Section]:
-    rage, follow_up, promises = bases
-    sections = (
-        ("rage", "怒气和不理人", rage, knobs.rage, RAGE_TITLES, RAGE_HELPS),
-        (
-            "follow_up",
-            "私聊后再开口",
-            follow_up,
-            knobs.follow_up,
-            FOLLOW_UP_TITLES,
-            FOLLOW_UP_HELPS,
-        ),
-        ("promises", "答应主人的事", promises, knobs.promises, PROMISE_TITLES, PROMISE_HELPS),
-    )
+def persona_sections(table: SettingsTable, knobs: PersonaKnobs) -> list[Section]:
     return [
-        applied_section(key, title, table, base, apply, titles, helps)
-        for key, title, base, apply, titles, helps in sections
-    ]
+        applied_section("rage", "怒气和不理人", table, knobs.rage, RAGE_TITLES, RAGE_HELPS),
+        applied_section("follow_up", "私聊后再开口", table, knobs.follow_up,
+                        FOLLOW_UP_TITLES, FOLLOW_UP_HELPS),
+        applied_section("promises", "答应主人的事", table, knobs.promises,
+                        PROMISE_TITLES, PROMISE_HELPS),
+    ]  # fmt: skip

@@ -25,10 +25,11 @@ from pallas.core.text import typed_text
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.persona.attacks import Attack, find_attack
+from pallas.product.persona.config import RageConfig
 from pallas.product.persona.favor import Tier, cooled, tier_of
 from pallas.product.persona.notes import observed_notes
 from pallas.product.persona.notify import PRIVATE_CHAT
-from pallas.product.persona.rage import RageOutcome, RagePolicy, RageReading, step_rage
+from pallas.product.persona.rage import RageOutcome, RageReading, step_rage
 from pallas.product.persona.store import PersonaStore, RageWrite
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
@@ -47,10 +48,10 @@ class WatchDeps:
     owners: frozenset[str]
     names: tuple[str, ...]
     clock: Callable[[], datetime]
-    policy: RagePolicy
-    # The console switches these while the bot runs (persona/settings.py).
-    enabled: bool = True  # attacks noticed at all (stored silences hold either way)
-    judging: bool = True  # the model's [冒犯:…] counts too
+    # The `rage` knobs as they are now (a reader: the console changes them while the bot
+    # runs): whether attacks are noticed at all (stored silences hold either way), whether
+    # the model's [冒犯:…] counts too, and the pressure policy.
+    rage: Callable[[], RageConfig]
 
 
 class PersonaWatch:
@@ -61,7 +62,7 @@ class PersonaWatch:
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         msg = stored.message
-        if not self._deps.enabled:
+        if not self._deps.rage().enabled:
             return CONTINUE
         if msg.from_bot or msg.is_poke or msg.sender.user_id in self._deps.owners:
             return CONTINUE
@@ -122,11 +123,12 @@ async def angered(
     stream_id, person = stored.stream_id, stored.sender_person_id
     row = await deps.store.rage(stream_id, person)
     reading = RageReading(row.pressure, row.updated_at) if row else None
-    since = now - deps.policy.escalate_within
+    policy = deps.rage().policy()
+    since = now - policy.escalate_within
     earlier = await deps.store.silences_since(stream_id, person, since)
-    step = step_rage(reading, attack.rage, earlier, now, deps.policy)
+    step = step_rage(reading, attack.rage, earlier, now, policy)
     blacklisted = step.outcome is RageOutcome.BLACKLISTED
-    reason = f"两次静默不到{int(deps.policy.escalate_within.total_seconds() // 3600)}小时"
+    reason = f"两次静默不到{int(policy.escalate_within.total_seconds() // 3600)}小时"
     await deps.store.write_rage(
         RageWrite(stream_id, person, step.pressure, step.silenced_until,
                   reason if blacklisted else ""),

@@ -3,13 +3,13 @@ console changes them for the next turn, no restart (docs/console.md, docs/agent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pallas.product.llm.agent.config import AgentConfig
+from pallas.product.settings.applied import Live
 from pallas.product.settings.features import TableStorage
 from pallas.product.settings.registry import Scope, Section
 from pallas.store.settings_table import SettingsTable
@@ -36,35 +36,33 @@ def limits_of(config: AgentConfig) -> ReplyLimits:
 
 
 class ReplyLimitsStorage(TableStorage):
-    """Stored like any section, and handed to the agent when saved and at every start."""
+    """Stored like any section; the agent reads the limits through `live` at every turn
+    (kept current when saved and at every start)."""
 
-    def __init__(
-        self, table: SettingsTable, base: AgentConfig, apply: Callable[[AgentConfig], None]
-    ) -> None:
+    def __init__(self, table: SettingsTable, live: Live[AgentConfig]) -> None:
         super().__init__("agent", table)
-        self._base = base
-        self._apply = apply
+        self._live = live
 
     async def save(self, scope_id: str, stored: dict[str, Any], now: datetime) -> None:
         await super().save(scope_id, stored, now)
-        self._apply(self._base.model_copy(update=stored))
+        self._live._take(self._live.base.model_copy(update=stored))
 
     async def restore(self) -> None:
         stored = await self.load(SCOPE)
         if stored:
-            self._apply(self._base.model_copy(update=stored))
+            self._live._take(self._live.base.model_copy(update=stored))
 
 
-def agent_section(
-    table: SettingsTable, base: AgentConfig, apply: Callable[[AgentConfig], None]
-) -> Section:
+def agent_section(table: SettingsTable, live: Live[AgentConfig]) -> Section:
+    """`live` starts as the agent file's config; the agent asks it at every turn."""
     return Section(
         key="agent",
         title="每一轮的限度",
         scope=Scope.GLOBAL,
         model=ReplyLimits,
-        defaults=limits_of(base),
-        storage=ReplyLimitsStorage(table, base, apply),
+        defaults=limits_of(live.base),
+        storage=ReplyLimitsStorage(table, live),
+        current=live,
         titles={
             "context_token_budget": "每轮给模型看多少上下文（估算的 token）",
             "max_bubbles": "一次最多几条气泡",

@@ -9,13 +9,12 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.llm.agent.agent_factory import seed_character
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.settings.agent_section import agent_section
-from pallas.product.settings.delivery_section import delivery_section
+from pallas.product.settings.applied import Live
+from pallas.product.settings.delivery_section import LivePacing, delivery_section
 from pallas.product.settings.features import features_section, notices_section
 from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
@@ -32,35 +31,23 @@ class CoreSectionParts:
     character: CharacterStore  # the bot's name, description and style per account
     table: SettingsTable
     models: ModelManager
-    dispatcher: OutboxDispatcher  # takes new pacing
+    pacing: LivePacing  # what the dispatcher reads at every send
     nicknames: tuple[str, ...]
     clock: Callable[[], datetime]
 
 
-def agent_reconfigure(handler: Callable[[], object]) -> Callable[[AgentConfig], None]:
-    """How new per-turn limits reach the agent: the handler is asked for when they come, since
-    it may be put in place after the registry is built (a test's own handler takes none)."""
-
-    def reconfigure(config: AgentConfig) -> None:
-        current = handler()
-        if isinstance(current, AgentTurnHandler):
-            current.reconfigure(config)
-
-    return reconfigure
-
-
-def core_registry(
-    parts: CoreSectionParts, config: AgentConfig, reconfigure: Callable[[AgentConfig], None]
-) -> SettingsRegistry:
+def core_registry(parts: CoreSectionParts, config: AgentConfig) -> SettingsRegistry:
+    """The core's sections; the agent reads its limits through the `agent` section's
+    reader (`registry.section("agent").current`), the dispatcher its pacing through
+    `parts.pacing`."""
     registry = SettingsRegistry()
     registry.register(gate_section(parts.engine, parts.policies))
     registry.register(features_section(parts.table))
     registry.register(notices_section(parts.table))
     registry.register(models_section(parts.table, parts.models))
-    registry.register(agent_section(parts.table, config, reconfigure))
-    pacing = parts.dispatcher.policy
-    registry.register(delivery_section(parts.table, pacing, parts.dispatcher.use_policy))
-    persona = seed_character(config, parts.nicknames)
-    seed = StoredCharacter(persona.name, persona.description, persona.style)
+    registry.register(agent_section(parts.table, Live(config)))
+    registry.register(delivery_section(parts.table, parts.pacing))
+    character = seed_character(config, parts.nicknames)
+    seed = StoredCharacter(character.name, character.description, character.style)
     registry.register(character_section(parts.character, seed, parts.clock))
     return registry

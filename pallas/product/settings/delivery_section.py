@@ -6,7 +6,6 @@ drains, how long a reply may wait. Retries and timeouts stay the dispatcher's ow
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from pydantic import (
@@ -18,7 +17,7 @@ from pydantic import (
 )
 
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
-from pallas.product.settings.applied import applied_section
+from pallas.product.settings.applied import Live, applied_section
 from pallas.product.settings.registry import Section
 from pallas.store.settings_table import SettingsTable
 
@@ -50,18 +49,29 @@ def pacing_of(policy: DeliveryPolicy) -> Pacing:
     return Pacing.model_construct(**{name: getattr(policy, name) for name in Pacing.model_fields})
 
 
-def delivery_section(
-    table: SettingsTable, base: DeliveryPolicy, apply: Callable[[DeliveryPolicy], None]
-) -> Section:
-    def use(pacing: Pacing) -> None:
-        apply(replace(base, **pacing.model_dump()))
+class LivePacing:
+    """The pacing the dispatcher reads at every send: the kernel's policy with what the
+    console saved over it (worked out again only when that changed)."""
 
+    def __init__(self, base: DeliveryPolicy) -> None:
+        self.base = base
+        self.live = Live(pacing_of(base))
+        self._from: Pacing | None = self.live()
+        self._policy = base
+
+    def __call__(self) -> DeliveryPolicy:
+        pacing = self.live()
+        if pacing is not self._from:
+            self._from, self._policy = pacing, replace(self.base, **pacing.model_dump())
+        return self._policy
+
+
+def delivery_section(table: SettingsTable, pacing: LivePacing) -> Section:
     return applied_section(
         "delivery",
         "发消息的节奏",
         table,
-        pacing_of(base),
-        use,
+        pacing.live,
         {
             "chars_per_second": "打字速度（每秒几个字）",
             "min_pause_s": "气泡之间最短停多久（秒）",

@@ -91,6 +91,9 @@ class Section:
     long_text: frozenset[str] = frozenset()
     helps: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, Callable[[], Sequence[str]]] = field(default_factory=dict)
+    # For a section whose values act outside the store: the reader its parts ask where they
+    # act (applied.py's `Live`); None for the sections read from the store each time.
+    current: Callable[[], Any] | None = None
 
 
 class SettingsError(ValueError):

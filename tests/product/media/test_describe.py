@@ -77,7 +77,7 @@ async def kit(engine: AsyncEngine, writer: TimelineWriter, tmp_path: Path) -> As
         manager = harness(catalog(server, specs)).manager
         now = [T0]
         assets = AssetStore(engine, tmp_path / "assets")
-        labeller = Labeller(assets, manager, lambda: now[0], labels_per_hour=2)
+        labeller = Labeller(assets, manager, lambda: now[0], labels_per_hour=lambda: 2)
         limits = MediaLimits(max_bytes=64 * 1024, timeout_s=1.0)
         deps = DescribeDeps(assets, manager, labeller, client, Arrivals(), lambda: now[0], limits)
         yield Kit(engine, writer, web, server, deps, now)

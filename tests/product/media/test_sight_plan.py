@@ -227,7 +227,7 @@ async def test_a_turn_gets_its_pictures_described_when_the_job_answers(
     photo = await write(writer, words("@牛牛 看"), image())
     turn = turn_of(photo, disposition=MENTIONED, turn_id=41)
     async with worker(engine, describe) as jobs:
-        sight = Sight(engine, jobs, arrivals, wait_s=30.0, vision=True, voice=True)
+        sight = Sight(engine, jobs, arrivals, wait_s=lambda: 30.0, vision=True, voice=True)
         trace = await sight.prepare(turn)
     assert trace["messages"] == [photo.message_id] and trace["described"] == 1
     assert ran == [photo.message_id]
@@ -250,7 +250,7 @@ async def test_a_turn_does_not_wait_past_its_limit_for_a_job_that_never_answers(
     spoken = await write(writer, voice())
     turn = turn_of(photo, spoken, disposition=MENTIONED)
     async with worker(engine, stuck) as jobs:
-        sight = Sight(engine, jobs, arrivals, wait_s=WAIT_S, vision=True, voice=True)
+        sight = Sight(engine, jobs, arrivals, wait_s=lambda: WAIT_S, vision=True, voice=True)
         trace = await sight.prepare(turn)
         release.set()
     assert trace["messages"] == [photo.message_id, spoken.message_id]
@@ -274,7 +274,7 @@ async def test_words_about_an_earlier_picture_describe_the_newest_one(
     await write(writer, words("哈哈"))
     question = await write(writer, words("这是什么意思"))
     async with worker(engine, describe) as jobs:
-        sight = Sight(engine, jobs, arrivals, wait_s=30.0, vision=True, voice=False)
+        sight = Sight(engine, jobs, arrivals, wait_s=lambda: 30.0, vision=True, voice=False)
         trace = await sight.prepare(turn_of(question))
     assert trace["messages"] == [newest.message_id] and trace["described"] == 1
 
@@ -291,7 +291,7 @@ async def test_words_about_a_quoted_picture_describe_the_quoted_one(
     await write(writer, image())  # newer, but not the one asked about
     question = await write(writer, words("这图啥意思"), reply_to="pic-quoted")
     async with worker(engine, describe) as jobs:
-        sight = Sight(engine, jobs, arrivals, wait_s=30.0, vision=True, voice=False)
+        sight = Sight(engine, jobs, arrivals, wait_s=lambda: 30.0, vision=True, voice=False)
         trace = await sight.prepare(turn_of(question))
     assert trace["messages"] == [quoted.message_id] and trace["described"] == 1
 
@@ -301,7 +301,7 @@ async def test_a_turn_without_anything_to_understand_queues_nothing(
 ) -> None:
     chat = await write(writer, words("今天天气不错"))
     async with worker(engine, None) as jobs:
-        sight = Sight(engine, jobs, Arrivals(), wait_s=WAIT_S, vision=True, voice=True)
+        sight = Sight(engine, jobs, Arrivals(), wait_s=lambda: WAIT_S, vision=True, voice=True)
         assert await sight.prepare(turn_of(chat, disposition=MENTIONED)) == {}
     assert await queued(engine) == []
 
@@ -312,7 +312,7 @@ async def test_a_turn_goes_on_when_the_descriptions_cannot_be_queued(
     arrivals = Arrivals()
     photo = await write(writer, image())
     async with worker(engine, None) as jobs:  # nobody handles media.describe
-        sight = Sight(engine, jobs, arrivals, wait_s=30.0, vision=True, voice=True)
+        sight = Sight(engine, jobs, arrivals, wait_s=lambda: 30.0, vision=True, voice=True)
         trace = await sight.prepare(turn_of(photo, disposition=MENTIONED))
     assert trace["messages"] == [photo.message_id] and trace["described"] == 0
     assert "no handler" in trace["error"]

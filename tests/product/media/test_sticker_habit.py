@@ -76,10 +76,12 @@ async def _habit_kit(
         library=StickerLibrary(engine),
         facts=facts,
         assets=assets,
-        labeller=Labeller(assets, manager, lambda: T0 + timedelta(hours=1), labels_per_hour=5),
+        labeller=Labeller(
+            assets, manager, lambda: T0 + timedelta(hours=1), labels_per_hour=lambda: 5
+        ),
         clock=lambda: T0 + timedelta(hours=1),
-        habit_threshold=5,
-        collect_threshold=5,
+        habit_threshold=lambda: 5,
+        collect_threshold=lambda: 5,
     )
     return deps, asset
 

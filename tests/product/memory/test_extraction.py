@@ -112,8 +112,8 @@ async def kit(engine: AsyncEngine, writer: TimelineWriter, model_server: FakeMod
     store = MemoryStore(engine)
     models = harness(catalog(model_server, [model("chat", ModelType.CHAT)])).manager
     deps = ExtractionDeps(
-        engine, store, models, MemoryConfig(extraction_messages=50, extraction_candidates=10),
-        lambda: NOW,
+        engine, store, models,
+        lambda: MemoryConfig(extraction_messages=50, extraction_candidates=10), lambda: NOW,
     )  # fmt: skip
     return Kit(engine, writer, store, model_server, deps)
 

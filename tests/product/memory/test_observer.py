@@ -34,7 +34,7 @@ async def test_turns_close_together_share_a_run_and_a_started_run_passes_on(
 ) -> None:
     jobs = Jobs(JobStore(engine), lambda: T0)
     jobs.handle(EXTRACT_KIND, lambda _job: None)  # type: ignore[arg-type, return-value]
-    observer = MemoryObserver(jobs, MemoryConfig(extraction_delay_s=10))
+    observer = MemoryObserver(jobs, lambda: MemoryConfig(extraction_delay_s=10))
     await observer.turn_ended(ended(1))
     await observer.turn_ended(ended(5))  # due 15 s: the same slot
     await observer.turn_ended(ended(3, stream_id=2))  # another chat: its own run

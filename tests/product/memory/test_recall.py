@@ -66,7 +66,7 @@ class Room:
     hong: MessageWritten
 
     def recall(self, embedder: Embedder | None = None) -> MemoryRecall:
-        return MemoryRecall(self.engine, MemoryConfig(), lambda: NOW, embedder)
+        return MemoryRecall(self.engine, MemoryConfig, lambda: NOW, embedder)
 
     def embedder(self, timeout_s: float = 2.0) -> Embedder:
         models = harness(
@@ -76,7 +76,7 @@ class Room:
                 timeout_s=timeout_s,
             )
         ).manager
-        return Embedder(models, self.store, self.engine, timeout_s)
+        return Embedder(models, self.store, self.engine, lambda: timeout_s)
 
     async def ask(self, recall: MemoryRecall, text: str) -> tuple[str, dict[str, object]]:
         block = await recall.recall(

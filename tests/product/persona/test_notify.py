@@ -155,7 +155,7 @@ async def kit(engine: AsyncEngine, ledger: LedgerWriter) -> AsyncIterator[Kit]:
         smtp=SmtpConfig(host=""),
         action_ids=itertools.count(1).__next__,
         clock=lambda: now[0],
-        check_after_s=CHECK_AFTER_S,
+        check_after_s=lambda: CHECK_AFTER_S,
     )
     kit = Kit(engine, outbox, dispatcher, outlet, jobs, deps, now)
     jobs.handle(NOTIFY_KIND, partial(notify_owners, deps=deps))

@@ -19,8 +19,9 @@ from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMes
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.silence import SilenceStage
 from pallas.product.persona.commands import LiftCommand
+from pallas.product.persona.config import RageConfig
 from pallas.product.persona.notify import blacklist_notice
-from pallas.product.persona.rage import DEFAULT_RAGE, RagePolicy
+from pallas.product.persona.rage import DEFAULT_RAGE
 from pallas.product.persona.store import PersonaStore
 from pallas.product.persona.tables import RageState, RelationNote
 from pallas.product.persona.watch import (
@@ -143,7 +144,7 @@ async def kit(engine: AsyncEngine, writer: TimelineWriter) -> AsyncIterator[Kit]
         owners=frozenset({OWNER}),
         names=("牛牛",),
         clock=lambda: now[0],
-        policy=RagePolicy(),
+        rage=RageConfig,  # the defaults, read where they act
     )
     silence = SilenceStage([RageSilence(store)], lambda: now[0])
     kit = Kit(engine, writer, store, ledger, jobs, PersonaWatch(deps), silence, now)

@@ -5,7 +5,6 @@ forms in the model's order, dynamic options are the bot's own; the sections stor
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,8 +17,8 @@ from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.persona.config import FollowUpConfig, PromiseConfig
 from pallas.product.persona.settings import FOLLOW_UP_TITLES, PROMISE_TITLES
 from pallas.product.settings.agent_section import agent_section
-from pallas.product.settings.applied import applied_section
-from pallas.product.settings.delivery_section import delivery_section
+from pallas.product.settings.applied import Live, applied_section
+from pallas.product.settings.delivery_section import LivePacing, delivery_section
 from pallas.product.settings.features import (
     Feature,
     FeatureGate,
@@ -198,86 +197,85 @@ async def test_reply_limits_reach_the_agent_when_saved_and_at_every_start(
     engine: AsyncEngine,
 ) -> None:
     base = AgentConfig(max_bubbles=3)
-    applied: list[AgentConfig] = []
+    limits = Live(base)  # what the agent reads at every turn
     registry = SettingsRegistry()
-    registry.register(agent_section(SettingsTable(engine), base, applied.append))
+    registry.register(agent_section(SettingsTable(engine), limits))
+    assert registry.section("agent").current is limits
     fields = {f.name: f for f in (await registry.read("agent", "global")).fields}
     assert fields["max_bubbles"].default == 3  # the agent file gives the defaults
     with pytest.raises(SettingsError) as refused:
         await registry.update("agent", "global", {"max_bubbles": 11}, T0)
-    assert refused.value.problems == {"max_bubbles": "不能大于 10"} and applied == []
+    assert refused.value.problems == {"max_bubbles": "不能大于 10"} and limits() is base
     await registry.update("agent", "global", {"max_bubbles": 1, "fallback_reply": "稍等"}, T0)
-    assert (applied[-1].max_bubbles, applied[-1].fallback_reply) == (1, "稍等")
-    assert applied[-1].context_token_budget == base.context_token_budget  # the rest as it was
+    assert (limits().max_bubbles, limits().fallback_reply) == (1, "稍等")
+    assert limits().context_token_budget == base.context_token_budget  # the rest as it was
 
-    started: list[AgentConfig] = []
-    later = SettingsRegistry()
-    later.register(agent_section(SettingsTable(engine), base, started.append))
+    later, restarted = SettingsRegistry(), Live(base)
+    later.register(agent_section(SettingsTable(engine), restarted))
+    assert restarted().max_bubbles == 3
     await later.restore()
-    assert [c.max_bubbles for c in started] == [1]
+    assert restarted().max_bubbles == 1
 
 
 async def test_pacing_reaches_the_dispatcher_when_saved_and_at_every_start(
     engine: AsyncEngine,
 ) -> None:
     base = DeliveryPolicy(max_attempts=7)
-    applied: list[DeliveryPolicy] = []
+    pacing = LivePacing(base)  # what the dispatcher reads at every send
     registry = SettingsRegistry()
-    registry.register(delivery_section(SettingsTable(engine), base, applied.append))
+    registry.register(delivery_section(SettingsTable(engine), pacing))
     with pytest.raises(SettingsError) as refused:
         await registry.update("delivery", "global", {"min_pause_s": 3, "max_pause_s": 2}, T0)
-    assert list(refused.value.problems) == ["max_pause_s"] and applied == []
+    assert list(refused.value.problems) == ["max_pause_s"] and pacing() is base
     assert "3 秒" in refused.value.problems["max_pause_s"]
     await registry.update("delivery", "global", {"min_pause_s": 2.5, "max_pause_s": 6}, T0)
-    assert (applied[-1].min_pause_s, applied[-1].max_pause_s) == (2.5, 6)
-    assert applied[-1].max_attempts == 7  # what the console does not show stays as it was
+    assert (pacing().min_pause_s, pacing().max_pause_s) == (2.5, 6)
+    assert pacing().max_attempts == 7  # what the console does not show stays as it was
+    assert pacing() is pacing()  # worked out once per change, not at every read
 
-    started: list[DeliveryPolicy] = []
+    restarted = LivePacing(base)
     later = SettingsRegistry()
-    later.register(delivery_section(SettingsTable(engine), base, started.append))
+    later.register(delivery_section(SettingsTable(engine), restarted))
     await later.restore()
-    assert [(p.min_pause_s, p.max_pause_s) for p in started] == [(2.5, 6)]
+    assert (restarted().min_pause_s, restarted().max_pause_s) == (2.5, 6)
 
 
 async def test_pacing_stored_under_other_bounds_is_not_applied(engine: AsyncEngine) -> None:
     table = SettingsTable(engine)
     await table.save("delivery", "global", {"global_burst": 500}, T0)  # out of today's range
-    started: list[DeliveryPolicy] = []
+    pacing = LivePacing(DeliveryPolicy())
     registry = SettingsRegistry()
-    registry.register(delivery_section(table, DeliveryPolicy(), started.append))
+    registry.register(delivery_section(table, pacing))
     await registry.restore()
-    assert started == []  # the defaults stand, and a warning says why
+    assert pacing() == DeliveryPolicy()  # the defaults stand, and a warning says why
 
 
-
-def follow_up_section(
-    engine: AsyncEngine, base: FollowUpConfig, apply: Callable[[FollowUpConfig], None]
-) -> Section:
+def follow_up_section(engine: AsyncEngine, live: Live[FollowUpConfig]) -> Section:
     table = SettingsTable(engine)
-    return applied_section("follow_up", "私聊后", table, base, apply, FOLLOW_UP_TITLES)
+    return applied_section("follow_up", "私聊后", table, live, FOLLOW_UP_TITLES)
 
 
-async def test_a_features_agent_file_config_as_a_section_applies_when_saved_and_at_start(
+async def test_a_features_agent_file_config_as_a_section_is_read_as_saved_and_at_start(
     engine: AsyncEngine,
 ) -> None:
     base = FollowUpConfig(min_minutes=10, max_minutes=30)
-    applied: list[FollowUpConfig] = []
+    live = Live(base)
     registry = SettingsRegistry()
-    registry.register(follow_up_section(engine, base, applied.append))
+    registry.register(follow_up_section(engine, live))
     fields = {f.name: f for f in (await registry.read("follow_up", "global")).fields}
     assert (fields["min_minutes"].default, fields["enabled"].kind) == (10, FieldKind.BOOL)
     with pytest.raises(SettingsError) as refused:
         await registry.update("follow_up", "global", {"max_minutes": 5}, T0)
     assert refused.value.problems == {"max_minutes": "不能小于 min_minutes（10 分钟）"}
-    assert applied == []
+    assert live() is base
     await registry.update("follow_up", "global", {"enabled": False}, T0)
-    assert applied == [base.model_copy(update={"enabled": False})]
+    assert live() == base.model_copy(update={"enabled": False})
 
-    started: list[FollowUpConfig] = []
+    restarted = Live(base)
     later = SettingsRegistry()
-    later.register(follow_up_section(engine, base, started.append))
+    later.register(follow_up_section(engine, restarted))
     await later.restore()
-    assert [c.enabled for c in started] == [False]
+    assert restarted().enabled is False
 
 
 async def test_values_stored_under_other_bounds_are_not_applied_at_start(
@@ -285,10 +283,8 @@ async def test_values_stored_under_other_bounds_are_not_applied_at_start(
 ) -> None:
     table = SettingsTable(engine)
     await table.save("promises", "global", {"shown": 99}, T0)  # beyond today's 20
-    started: list[PromiseConfig] = []
+    live = Live(PromiseConfig())
     registry = SettingsRegistry()
-    section = applied_section("promises", "承诺", table, PromiseConfig(), started.append,
-                              PROMISE_TITLES)  # fmt: skip
-    registry.register(section)
+    registry.register(applied_section("promises", "承诺", table, live, PROMISE_TITLES))
     await registry.restore()
-    assert started == []
+    assert live() == PromiseConfig()

@@ -28,10 +28,12 @@ from pallas.product.conversation.delivery.contract import (
 )
 from pallas.product.conversation.delivery.pacing import (
     DeliveryPolicy,
+    PolicyReader,
     RateGate,
     Recovery,
     bubble_pauses,
     is_stale,
+    reader_of,
     recover_interrupted,
     retry_delay,
 )
@@ -60,26 +62,26 @@ class OutboxDispatcher:
         store: OutboxStore,
         outlet: Outlet,
         ledger: LedgerWriter,
-        policy: DeliveryPolicy,
+        policy: DeliveryPolicy | PolicyReader,
         clock: Callable[[], datetime],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._outlet = outlet
         self._ledger = ledger
-        self.policy = policy
+        self._pacing = reader_of(policy)  # asked at every send: the console may change it
         self._clock = clock
         self._monotonic = monotonic
-        self._gate = RateGate(policy)
+        self._gate = RateGate(self._pacing)
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._receipt_listeners: list[ReceiptListener] = []
 
-    def use_policy(self, policy: DeliveryPolicy) -> None:
-        """New pacing from the console: the next send and the next reply queued use it."""
-        self.policy = policy
-        self._gate.policy = policy
+    @property
+    def policy(self) -> DeliveryPolicy:
+        """The pacing as it is now: the next send and the next reply queued use it."""
+        return self._pacing()
 
     def on_receipt(self, listener: ReceiptListener) -> None:
         """Call `listener` for each row once it is known sent (a feature counting what it

@@ -6,7 +6,7 @@ speed, not by each platform adapter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -45,11 +45,22 @@ def retry_delay(attempts: int, policy: DeliveryPolicy) -> float:
     return min(policy.backoff_max_s, policy.backoff_base_s * 2 ** max(0, attempts - 1))
 
 
+# Pacing as it is now: fixed, or a reader the dispatcher asks at every send (the console
+# changes it while the bot runs: settings/delivery_section.py).
+PolicyReader = Callable[[], DeliveryPolicy]
+
+
+def reader_of(policy: DeliveryPolicy | PolicyReader) -> PolicyReader:
+    if isinstance(policy, DeliveryPolicy):
+        return lambda: policy
+    return policy
+
+
 @dataclass
 class RateGate:
     """Per-conversation spacing and a global token bucket, so a backlog drains slowly."""
 
-    policy: DeliveryPolicy
+    pacing: PolicyReader
     last_sent: dict[int, float] = field(default_factory=dict)
     tokens: float = -1.0  # -1: not started (full bucket)
     refilled_at: float = 0.0
@@ -57,10 +68,11 @@ class RateGate:
     def wait(self, stream_id: int, pause_s: float, now: float) -> float:
         """Seconds until a send to this conversation may go (0: now)."""
         self._refill(now)
-        spacing = max(pause_s, self.policy.stream_interval_s)
+        policy = self.pacing()
+        spacing = max(pause_s, policy.stream_interval_s)
         last = self.last_sent.get(stream_id)
         stream_wait = 0.0 if last is None else max(0.0, last + spacing - now)
-        global_wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.policy.global_per_second
+        global_wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / policy.global_per_second
         return max(stream_wait, global_wait)
 
     def sent(self, stream_id: int, now: float) -> None:
@@ -74,11 +86,12 @@ class RateGate:
         self.last_sent[stream_id] = max(now, self.last_sent.get(stream_id, now))
 
     def _refill(self, now: float) -> None:
+        policy = self.pacing()
         if self.tokens < 0:
-            self.tokens, self.refilled_at = float(self.policy.global_burst), now
+            self.tokens, self.refilled_at = float(policy.global_burst), now
             return
-        gained = (now - self.refilled_at) * self.policy.global_per_second
-        self.tokens = min(float(self.policy.global_burst), self.tokens + gained)
+        gained = (now - self.refilled_at) * policy.global_per_second
+        self.tokens = min(float(policy.global_burst), self.tokens + gained)
         self.refilled_at = now
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -54,7 +54,10 @@ def build_agent_handler(
     forms: Sequence[ReplyForm] = (),
     characters: Sequence[CharacterSource] = (),
     listeners: Sequence[IntentListener] = (),
+    limits: Callable[[], AgentConfig] | None = None,
 ) -> AgentTurnHandler:
+    """`config` is the agent file's; `limits` reads the per-turn limits as they are now
+    (the console's `agent` section), the agent file's when not given."""
     character = seed_character(config, nicknames)
     plan = plan_for(models, config)
     if plan is not None:
@@ -81,7 +84,7 @@ def build_agent_handler(
             tools=ToolLoopDeps(book, ledger),
             outlet=outlet,
             delivery=delivery,
-            config=config,
+            limits=limits or (lambda: config),
             bot_names=(character.name, *nicknames),
             superusers=superusers,
             forms=forms,

@@ -74,7 +74,9 @@ class AgentHandlerDeps:
     tools: ToolLoopDeps
     outlet: Outlet
     delivery: ReplyDelivery
-    config: AgentConfig
+    # The per-turn limits as they are now (the console's `agent` section): asked at every
+    # turn; a turn running when they change keeps the ones it started with.
+    limits: Callable[[], AgentConfig]
     bot_names: tuple[str, ...]
     superusers: frozenset[str] = frozenset()
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
@@ -84,29 +86,42 @@ class AgentHandlerDeps:
     listeners: Sequence[IntentListener] = ()
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What follows from the per-turn limits: the context budget and the plan."""
+
+    config: AgentConfig
+    assembly: AssemblyDeps
+    agent: AgentDeps | None
+
+
 class AgentTurnHandler:
     def __init__(self, deps: AgentHandlerDeps) -> None:
         self._deps = deps
+        self._limits: _Limits | None = None
 
-    def reconfigure(self, config: AgentConfig) -> None:
-        """Limits changed in the console: the next turn reads them (a turn running now
-        keeps the frame, the budget and the plan it was built with); the plan (split or one
-        call, the rounds) is decided again from what the catalog holds."""
-        deps = self._deps
-        deps.config = config
-        deps.assembly = replace(deps.assembly, token_budget=config.context_token_budget)
-        if deps.agent is not None and (plan := plan_for(deps.agent.models, config)) is not None:
-            deps.agent = AgentDeps(deps.agent.models, plan)
+    def _current(self) -> _Limits:
+        """The limits as they are now; the budget and the plan (split or one call, the
+        rounds, decided from what the catalog holds) worked out again when they changed."""
+        config, deps = self._deps.limits(), self._deps
+        if self._limits is None or self._limits.config is not config:
+            assembly = replace(deps.assembly, token_budget=config.context_token_budget)
+            agent = deps.agent
+            if agent is not None and (plan := plan_for(agent.models, config)) is not None:
+                agent = AgentDeps(agent.models, plan)
+            self._limits = _Limits(config, assembly, agent)
+        return self._limits
 
     async def handle(self, turn: Turn) -> TurnDecision:
-        if self._deps.agent is None:  # nothing would read the context: do not assemble it
+        limits = self._current()
+        if limits.agent is None:  # nothing would read the context: do not assemble it
             return await self._no_answer(turn, "no chat model is configured")
-        prepared = await assemble_context(turn, self._deps.assembly)
+        prepared = await assemble_context(turn, limits.assembly)
         self._event(
             turn, EventKind.CONTEXT_ASSEMBLED, turn.trigger.value, _assembly_payload(prepared)
         )
         capabilities = await self._deps.outlet.capabilities(turn.stream.self_id)
-        frame = build_frame(turn, prepared, capabilities, self._deps.config, self._deps.bot_names)
+        frame = build_frame(turn, prepared, capabilities, limits.config, self._deps.bot_names)
         conversation = Conversation(
             stream_id=turn.stream_id,
             stream=turn.stream,
@@ -115,7 +130,7 @@ class AgentTurnHandler:
         toolbox = await TurnToolbox.open(
             self._deps.tools, prepared, conversation, self._deps.clock()
         )
-        outcome = await decide(prepared, frame, self._deps.agent, toolbox)
+        outcome = await decide(prepared, frame, limits.agent, toolbox)
         if outcome.decision is None:
             return await self._failed(turn, outcome)
         self._event(
@@ -221,7 +236,7 @@ class AgentTurnHandler:
         """No model could answer: a must-answer turn records it (and may say the fallback)."""
         if turn.disposition.outcome is not Outcome.FORCE:
             return TurnDecision.DONE
-        fallback = self._deps.config.fallback_reply.strip()
+        fallback = self._current().config.fallback_reply.strip()
         self._event(
             turn,
             EventKind.MODEL_UNAVAILABLE,

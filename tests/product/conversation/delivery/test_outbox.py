@@ -17,7 +17,7 @@ from pallas.core.inbound import Segment, SegmentKind, Sender, StreamKey
 from pallas.platform.onebot.send import own_message
 from pallas.product.conversation.delivery.contract import OutgoingReply
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
-from pallas.product.conversation.delivery.pacing import DeliveryPolicy
+from pallas.product.conversation.delivery.pacing import DeliveryPolicy, PolicyReader
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
@@ -84,7 +84,7 @@ class Kit:
     clock: Callable[[], datetime]
     dispatcher: OutboxDispatcher | None = None
 
-    def start(self, policy: DeliveryPolicy = POLICY) -> OutboxDispatcher:
+    def start(self, policy: DeliveryPolicy | PolicyReader = POLICY) -> OutboxDispatcher:
         self.dispatcher = OutboxDispatcher(self.store, self.outlet, self.ledger, policy, self.clock)
         self.dispatcher.start()
         return self.dispatcher
@@ -206,13 +206,13 @@ async def test_a_stale_reply_is_expired_not_sent(kit: Kit) -> None:
 
 
 async def test_pacing_changed_in_the_console_applies_to_the_next_reply_and_send(kit: Kit) -> None:
-    late = [T0]
+    late, pacing = [T0], [POLICY]
     kit.clock = lambda: late[0]
-    dispatcher = kit.start()
+    dispatcher = kit.start(lambda: pacing[0])
     kit.outlet.connected = False
     await kit.reply("g6", "早就排着的话")
-    # What DeliveryPolicy the console saves, the dispatcher takes (settings/delivery_section).
-    dispatcher.use_policy(replace(POLICY, min_pause_s=2.5, max_pause_s=2.5, stale_after_s=60))
+    # What the console saves, the dispatcher reads at its next send (settings/delivery_section).
+    pacing[0] = replace(POLICY, min_pause_s=2.5, max_pause_s=2.5, stale_after_s=60)
     await kit.reply("g7", "一", "二")
     async with kit.engine.connect() as conn:
         query = select(OutboxItem.payload).order_by(OutboxItem.id)

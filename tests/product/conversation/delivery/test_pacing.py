@@ -40,7 +40,7 @@ def test_backoff_doubles_up_to_a_cap(attempts: int, delay: float) -> None:
 
 
 def test_one_conversation_is_spaced_by_its_interval_and_the_pause() -> None:
-    gate = RateGate(POLICY)
+    gate = RateGate(lambda: POLICY)
     assert gate.wait(1, 0.0, now=100.0) == 0
     gate.sent(1, now=100.0)
     assert gate.wait(1, 0.0, now=100.5) == pytest.approx(1.5)  # the stream interval
@@ -49,7 +49,7 @@ def test_one_conversation_is_spaced_by_its_interval_and_the_pause() -> None:
 
 
 def test_the_global_bucket_drains_a_backlog_slowly() -> None:
-    gate = RateGate(POLICY)
+    gate = RateGate(lambda: POLICY)
     now = 0.0
     for stream in range(3):  # the burst
         assert gate.wait(stream, 0, now) == 0
@@ -60,7 +60,7 @@ def test_the_global_bucket_drains_a_backlog_slowly() -> None:
 
 def test_the_global_bucket_refills_at_its_rate_up_to_its_burst() -> None:
     policy = replace(POLICY, global_per_second=4, global_burst=2, stream_interval_s=0)
-    gate = RateGate(policy)
+    gate = RateGate(lambda: policy)
     start = 100.0  # the clock is a monotonic reading: it does not start at 0
     for stream in range(2):
         gate.sent(stream, start)

@@ -121,6 +121,8 @@ async def start_agent(
         skills=runtime.tools.skills,
         superusers=frozenset(loaded.superusers),
         sources=runtime.extensions.plugged.context_sources,
+        # A test's own config stands for the agent file; without one, the console's section.
+        limits=(lambda: config) if config else runtime.settings_registry.section("agent").current,
     )
     if before_start is not None:  # what a plugin package would add at load time
         before_start(runtime)

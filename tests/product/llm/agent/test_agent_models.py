@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from pallas.app import Runtime
+from pallas.app import Runtime, utc_now
 from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.agent.handler import AgentTurnHandler
 from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
 from tests.support.fake_llm import FakeModelServer, Reply, Stall, ToolCallSpec
 from tests.support.inbound import BOT_ID, group, message, private
@@ -178,9 +177,8 @@ async def test_split_mode_switched_on_while_running_splits_the_next_turn(
         await say(runtime, message("在吗", stream=private("93")))
         await settle(runtime)
         assert model_server.requests_for("planner") == []  # one call, as the agent file says
-        handler = runtime.conversation.runner.handler
-        assert isinstance(handler, AgentTurnHandler)
-        handler.reconfigure(AgentConfig(split_reply=True))  # as the console's section does
+        split = {"split_reply": True}
+        await runtime.settings_registry.update("agent", "global", split, utc_now())  # console
         plan = json.dumps({"text": "说两步"}, ensure_ascii=False)
         model_server.script("planner", Reply("", (ToolCallSpec("reply", plan),)))
         model_server.script("writer", Reply("两步"))

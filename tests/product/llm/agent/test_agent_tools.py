@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from pallas.app import Runtime
+from pallas.app import Runtime, utc_now
 from pallas.core.inbound import InboundMessage
-from pallas.product.llm.agent.config import AgentConfig
-from pallas.product.llm.agent.handler import AgentTurnHandler
 from pallas.product.llm.tools.base import Visibility
 from pallas.product.llm.tools.registry import FunctionPlugin
 from tests.product.llm.agent.harness import RecordingOutlet, ledger, say, settle, start_agent
@@ -127,9 +125,8 @@ async def test_limits_changed_while_running_bound_the_next_decision(
     runtime: tuple[Runtime, RecordingOutlet, EchoTool], model_server: FakeModelServer
 ) -> None:
     rt, outlet, _ = runtime
-    handler = rt.conversation.runner.handler
-    assert isinstance(handler, AgentTurnHandler)
-    handler.reconfigure(AgentConfig(max_rounds=2, tool_call_budget=8))  # as the console does
+    limits = {"max_rounds": 2, "tool_call_budget": 8}
+    await rt.settings_registry.update("agent", "global", limits, utc_now())  # as the console
     roll = call("dice__roll", word="六")
     model_server.script(MODEL, roll, roll, roll, call("reply", text="掷完了"))
     await say(rt, message_in("帮我掷三次骰子", "502"))
