@@ -27,8 +27,9 @@ from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
+from pallas.product.chat_commands.character import CharacterCommand
 from pallas.product.chat_commands.commands import ChatCommandDeps, install_chat_commands
-from pallas.product.conversation.commands import CommandStage, Syntax
+from pallas.product.conversation.commands import Audience, CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.delivery.payload import asset_checker
@@ -56,7 +57,7 @@ from pallas.product.extensions import (
     config_models,
     install_all,
 )
-from pallas.product.llm.agent.agent_factory import build_agent_handler
+from pallas.product.llm.agent.agent_factory import build_agent_handler, stored_seed
 from pallas.product.llm.agent.config import AgentConfig, AgentFile
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.ports import Facts
@@ -398,6 +399,8 @@ def _registry(
                              core.bot_names, utc_now)  # fmt: skip
     registry = core_registry(parts, core.agent_config)
     install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now))
+    seed = stored_seed(core.agent_config, core.bot_names)
+    commands.register(CharacterCommand(core.character, seed, utc_now), Audience.OWNER)
     return registry
 
 
@@ -455,6 +458,7 @@ def _agent(
         skills=tools.skills,
         superusers=core.superusers,
         limits=limits,
+        stored=core.character,
     )
 
 

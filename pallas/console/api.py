@@ -4,12 +4,15 @@ token (guard.py); health, outside this router, does not.
   GET  overview                          bots, today's counts and cost, activity by hour
   GET  chats, chats/{id}/messages        the chats, a chat's lines (with the turn behind each)
   GET  messages/{id}/explain, turns/{id}/trace      why it did (or did not) answer
-  GET  persons?q=, persons/{id}          what the bot keeps about someone
-  POST persons/{id}/lift, DELETE notes/{id}, POST memory/{id}/forget   corrections
-  GET  jobs, models, promises?self_id=   durable work, models and cost, promises
+  GET  persons?q=, persons/{id}          someone, and what each feature keeps about them
+  GET  jobs, models                      durable work, models and cost
   GET  tools; POST tools/{kind}/{name}?on=   tools, plugins and skills; their switches
   GET  settings, settings/{key}/{scope}; PUT settings/{key}/{scope}    the registry
   GET  openapi.json                      this API, described
+
+Features add their own routes under the same prefix and guard (`add_api_routes`): persona's
+POST persons/{id}/lift, DELETE notes/{id}, GET promises?self_id=; memory's POST
+memory/{id}/forget.
 """
 
 from __future__ import annotations
@@ -140,8 +143,8 @@ async def person_detail(deps: ConsoleDeps, person_id: int) -> dict[str, Any]:
         "standings": [],
     }
     bots = tuple(deps.bots())
-    for facet in deps.facets:
-        detail |= await facet(person_id, bots)
+    for facet in deps.facets:  # a feature adds its keys; the person is the core's
+        detail |= {k: v for k, v in (await facet(person_id, bots)).items() if k != "person"}
     return detail
 
 

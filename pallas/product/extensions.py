@@ -242,6 +242,8 @@ class Plugs:
     def add_person_action(self, name: str, action: PersonAction) -> None:
         """Something the owner does from a person's page for one chat (the form posts to
         /pallas/persons/{person}/{name})."""
+        if any(taken == name for taken, _ in self._collected.now("person_actions")):
+            raise ValueError(f"person action {name!r} plugged twice")
         self._collected.add("person_actions", (name, action))
 
     def add_retention_hold(self, name: str, holds: Callable[[], Awaitable[Holds]]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.database import Database
 from pallas.store.models import CapabilitySetting, ToolActivation
 from pallas.store.sql import upsert
 
@@ -39,7 +40,7 @@ async def save_setting(
         "overrides": setting.overrides,
         "updated_at": now,
     }
-    async with engine.begin() as conn:
+    async with Database.of(engine).write() as conn:
         await conn.execute(
             upsert(conn, CapabilitySetting.__table__, ["kind", "name"], values)  # type: ignore[arg-type]
         )
@@ -61,7 +62,7 @@ async def clear_enabled(engine: AsyncEngine, kind: str, names: Iterable[str], no
 async def activate(
     engine: AsyncEngine, stream_id: int, names: Iterable[str], until: datetime
 ) -> None:
-    async with engine.begin() as conn:
+    async with Database.of(engine).write() as conn:
         for name in names:
             values = {"stream_id": stream_id, "name": name, "expires_at": until}
             await conn.execute(

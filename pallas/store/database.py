@@ -21,7 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.engine import backend_name
 
-_OPEN: weakref.WeakKeyDictionary[AsyncEngine, Database] = weakref.WeakKeyDictionary()
+# Each engine's shared lock (None: PostgreSQL). Only the lock is kept, weakly keyed by the
+# engine, so a disposed engine and its pool are not held for the life of the process.
+_LOCKS: weakref.WeakKeyDictionary[AsyncEngine, asyncio.Lock | None] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -44,18 +46,16 @@ class Database:
 
     @classmethod
     def of(cls, engine: AsyncEngine) -> Database:
-        """The one Database of this engine (made on first use)."""
-        found = _OPEN.get(engine)
-        if found is None:
-            sqlite = backend_name(engine) == "sqlite"
-            found = _OPEN[engine] = cls(engine, asyncio.Lock() if sqlite else None)
-        return found
+        """This engine's Database: the same lock for every writer on it (made on first use)."""
+        if engine not in _LOCKS:
+            _LOCKS[engine] = asyncio.Lock() if backend_name(engine) == "sqlite" else None
+        return cls(engine, _LOCKS[engine])
 
     @classmethod
     def use_lock(cls, engine: AsyncEngine, lock: asyncio.Lock) -> Database:
         """This engine's writers hold `lock` (a benchmark's timing lock); before any store."""
-        _OPEN[engine] = cls(engine, lock)
-        return _OPEN[engine]
+        _LOCKS[engine] = lock
+        return cls(engine, lock)
 
     def writes(self) -> Writes:
         """A writer's transactions: the shared lock on SQLite, its own on PostgreSQL."""

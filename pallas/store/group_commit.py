@@ -17,6 +17,8 @@ from typing import Generic, TypeVar
 
 from loguru import logger
 
+from pallas.store.database import Writes
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -44,7 +46,7 @@ class GroupCommitter(Generic[T, R]):
         *,
         max_batch: int = 500,
         patience_s: float = 0.0,
-        write_lock: asyncio.Lock,
+        writes: Writes,
     ) -> None:
         self._name = name
         self._apply = apply
@@ -53,7 +55,7 @@ class GroupCommitter(Generic[T, R]):
         self._impatient = asyncio.Event()  # set when an item that may not wait is queued
         # The database's rule for writers (pallas/store/database.py): on SQLite one lock
         # shared by every writer, so they queue here instead of in SQLite's busy-retry loop.
-        self._write_lock = write_lock
+        self._writes = writes
         self._queue: asyncio.Queue[_Pending[T, R] | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -119,7 +121,7 @@ class GroupCommitter(Generic[T, R]):
 
     async def _commit(self, batch: list[_Pending[T, R]]) -> None:
         try:
-            async with self._write_lock:
+            async with self._writes.lock:  # `apply` opens its own transaction
                 outcomes = await self._apply([p.item for p in batch])
         except Exception as exc:
             if len(batch) == 1:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import aliased
 
 from pallas.core.inbound import InboundMessage, Segment, Sender, StreamKey, StreamKind
 from pallas.store.audit import MESSAGE_DECISIONS, TURN_ENDINGS, EventKind
+from pallas.store.database import Database
 from pallas.store.models import (
     Event,
     Identity,
@@ -105,7 +106,7 @@ async def policy_overrides(engine: AsyncEngine, stream_id: int) -> dict[str, Any
 async def save_policy_overrides(
     engine: AsyncEngine, stream_id: int, overrides: dict[str, Any], now: datetime
 ) -> None:
-    async with engine.begin() as conn:
+    async with Database.of(engine).write() as conn:
         await conn.execute(
             upsert(
                 conn,

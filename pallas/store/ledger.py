@@ -80,7 +80,7 @@ class LedgerWriter:
             "ledger writer",
             self._apply,
             patience_s=RECORD_SOON_S,
-            write_lock=Database.of(engine).writes().lock,
+            writes=Database.of(engine).writes(),
         )
         self._background: set[asyncio.Future[None]] = set()
 

@@ -80,7 +80,7 @@ class TimelineWriter:
             "timeline writer",
             self._apply,
             max_batch=max_batch,
-            write_lock=Database.of(engine).writes().lock,
+            writes=Database.of(engine).writes(),
         )
 
     def start(self) -> None:

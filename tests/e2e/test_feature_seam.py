@@ -184,6 +184,14 @@ async def test_each_built_in_feature_switched_off_alone_leaves_the_bot_working(
         event = napcat.group_message(GROUP, 3, [at(self_id), text(" 在吗")])
         await napcat.send_event(event)
         await wait_for(lambda: f"{feature} 关了我也在" in answers(napcat), what="model reply")
+        # the character is the core's: edited from the console, the next turn is it
+        await put_settings(process, TOKEN, "character", {"name": "小帕"}, str(self_id))
+        model.script(MODEL, Reply("", (ToolCallSpec("reply", said),)))
+        asked = len(model.requests_for(MODEL))
+        await napcat.send_event(napcat.group_message(GROUP, 3, [at(self_id), text(" 你是谁")]))
+        await wait_for(lambda: len(model.requests_for(MODEL)) > asked, what="the next turn")
+        system = model.requests_for(MODEL)[asked].body["messages"][0]["content"]
+        assert "你是「小帕」" in system
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(base_url=process.http_url, headers=bearer) as http:
             sections = {s["key"] for s in (await http.get("/pallas/api/settings")).json()}

@@ -156,7 +156,7 @@ ID_ROUTES = [
     ("POST", "/pallas/api/memory/{id}/forget"),
     ("GET", "/pallas/api/settings/gate/{id}"),
     ("PUT", "/pallas/api/settings/gate/{id}"),
-    ("GET", "/pallas/api/settings/persona/{id}"),
+    ("GET", "/pallas/api/settings/character/{id}"),
     ("GET", "/pallas/api/settings/{id}/global"),
     ("POST", "/pallas/api/tools/tool/{id}?on=true"),
     ("POST", "/pallas/api/tools/{id}/x?on=true"),

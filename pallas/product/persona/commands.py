@@ -21,7 +21,6 @@ from pallas.product.persona.notes import acceptable
 from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.product.persona.promise_store import PromiseState, PromiseStore
 from pallas.product.persona.store import PersonaStore, person_of
-from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.conversation import chat_of
 
 
@@ -113,38 +112,6 @@ class NoteCommand(_PersonaCommand):
 
 
 _SOURCES = {"owner": "你教的", "observed": "TA自己说的", "extracted": "从TA的话里记下的"}
-
-
-_PERSONA_FIELDS = {"名字": ("name", 20), "描述": ("description", 300), "风格": ("style", 300)}
-
-
-class PersonaCommand:
-    """`/人设` shows this account's persona; `/人设 名字|描述|风格 <内容>` changes one part."""
-
-    name = "人设"
-    summary = "看或改我的人设：/人设 [名字|描述|风格 <内容>]"
-
-    def __init__(
-        self, store: CharacterStore, seed: StoredCharacter, clock: Callable[[], datetime]
-    ) -> None:
-        self._store = store
-        self._seed = seed
-        self._clock = clock
-
-    async def run(self, call: CommandCall) -> str:
-        self_id = call.stored.message.stream.self_id
-        part, _, value = call.args.strip().partition(" ")
-        if not part:
-            persona = await self._store.character(self_id, self._seed, self._clock())
-            return f"名字：{persona.name}\n描述：{persona.description}\n风格：{persona.style}"
-        if part not in _PERSONA_FIELDS or not value.strip():
-            return "用法：/人设 名字|描述|风格 <内容>"
-        field, limit = _PERSONA_FIELDS[part]
-        value = " ".join(value.split())
-        if len(value) > limit:
-            return f"{part}太长了，最多 {limit} 个字。"
-        await self._store.edit(self_id, self._seed, field, value, self._clock())
-        return f"好，{part}改好了，下一句话起生效。"
 
 
 _PROMISE_STATES = {

@@ -20,7 +20,6 @@ from pallas.product.persona.commands import (
     FavorCommand,
     LiftCommand,
     NoteCommand,
-    PersonaCommand,
     PromiseCommand,
 )
 from pallas.product.persona.config import FollowUpConfig, PersonaKeys, PromiseConfig, RageConfig
@@ -60,7 +59,6 @@ from pallas.product.persona.store import PersonaStore
 from pallas.product.persona.style_store import BotStyleStore
 from pallas.product.persona.watch import NOTIFY_KIND, PersonaWatch, RageSilence, WatchDeps
 from pallas.product.settings.applied import Live
-from pallas.store.character import StoredCharacter
 
 
 @dataclass
@@ -159,8 +157,6 @@ def _own_style(host: _Persona, more: list[StateLines]) -> None:
     host.plugs.add_job(FINGERPRINT_KIND, learn)
     host.plugs.add_periodic_job(FINGERPRINT)
     host.plugs.add_intent_listener(MoodListener(host.style))
-    seed = StoredCharacter(host.seed.name, host.seed.description, host.seed.style)
-    host.plugs.add_command(PersonaCommand(host.core.character, seed, host.core.clock))
 
 
 def _promises(host: _Persona, config: Live[PromiseConfig]) -> PromiseDeps:

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.gate.policy_book import PolicyBook
-from pallas.product.llm.agent.agent_factory import seed_character
+from pallas.product.llm.agent.agent_factory import stored_seed
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.settings.agent_section import agent_section
 from pallas.product.settings.applied import Live
@@ -20,7 +20,7 @@ from pallas.product.settings.models_section import models_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import character_section, gate_section
 from pallas.providers.manager import ModelManager
-from pallas.store.character import CharacterStore, StoredCharacter
+from pallas.store.character import CharacterStore
 from pallas.store.settings_table import SettingsTable
 
 
@@ -47,7 +47,6 @@ def core_registry(parts: CoreSectionParts, config: AgentConfig) -> SettingsRegis
     registry.register(models_section(parts.table, parts.models))
     registry.register(agent_section(parts.table, Live(config)))
     registry.register(delivery_section(parts.table, parts.pacing))
-    character = seed_character(config, parts.nicknames)
-    seed = StoredCharacter(character.name, character.description, character.style)
+    seed = stored_seed(config, parts.nicknames)
     registry.register(character_section(parts.character, seed, parts.clock))
     return registry

@@ -1,7 +1,7 @@
 """The facts the deterministic plugins read and write, on a real migrated database.
 
-Reads: pallas/store/recent.py. Writes: the bot's own records from pallas/platform/onebot/send.py,
-which must dedupe with NapCat's echo of the same action.
+Reads: pallas/product/deterministic/recent.py. Writes: the bot's own records from
+pallas/platform/onebot/send.py, which must dedupe with NapCat's echo of the same action.
 """
 
 from __future__ import annotations

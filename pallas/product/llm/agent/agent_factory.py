@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
+from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
 from pallas.product.llm.agent.loop import AgentDeps
@@ -24,6 +26,7 @@ from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.skills import SkillBook
 from pallas.providers.manager import ModelManager
+from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.ledger import LedgerWriter
 
 
@@ -35,6 +38,29 @@ def seed_character(config: AgentConfig, nicknames: tuple[str, ...]) -> Character
         description=config.persona.description,
         style=config.persona.style,
     )
+
+
+def stored_seed(config: AgentConfig, nicknames: tuple[str, ...]) -> StoredCharacter:
+    """The agent file's character as the store seeds an account with it."""
+    seed = seed_character(config, nicknames)
+    return StoredCharacter(seed.name, seed.description, seed.style)
+
+
+class StoredCharacterSource:
+    """Who the bot is in a turn when no feature keeps more (persona adds its state line on
+    top): the account's character as stored, edited by /人设 or the console."""
+
+    def __init__(
+        self, store: CharacterStore, seed: Character, clock: Callable[[], datetime]
+    ) -> None:
+        self._store = store
+        self._seed = seed
+        self._stored_seed = StoredCharacter(seed.name, seed.description, seed.style)
+        self._clock = clock
+
+    async def character(self, turn: Turn) -> Character:
+        stored = await self._store.character(turn.stream.self_id, self._stored_seed, self._clock())
+        return Character(stored.name or self._seed.name, stored.description, stored.style)
 
 
 def build_agent_handler(
@@ -55,10 +81,15 @@ def build_agent_handler(
     characters: Sequence[CharacterSource] = (),
     listeners: Sequence[IntentListener] = (),
     limits: Callable[[], AgentConfig] | None = None,
+    stored: CharacterStore | None = None,
 ) -> AgentTurnHandler:
     """`config` is the agent file's; `limits` reads the per-turn limits as they are now
-    (the console's `agent` section), the agent file's when not given."""
+    (the console's `agent` section), the agent file's when not given; `stored` is where each
+    account's edited character is kept (features' character sources come after it)."""
     character = seed_character(config, nicknames)
+    if stored is not None:
+        own = StoredCharacterSource(stored, character, lambda: datetime.now(UTC))
+        characters = (own, *characters)
     plan = plan_for(models, config)
     if plan is not None:
         logger.info(

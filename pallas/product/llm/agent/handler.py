@@ -115,7 +115,7 @@ class AgentTurnHandler:
     async def handle(self, turn: Turn) -> TurnDecision:
         limits = self._current()
         if limits.agent is None:  # nothing would read the context: do not assemble it
-            return await self._no_answer(turn, "no chat model is configured")
+            return await self._no_answer(turn, "no chat model is configured", limits.config)
         prepared = await assemble_context(turn, limits.assembly)
         self._event(
             turn, EventKind.CONTEXT_ASSEMBLED, turn.trigger.value, _assembly_payload(prepared)
@@ -132,7 +132,7 @@ class AgentTurnHandler:
         )
         outcome = await decide(prepared, frame, limits.agent, toolbox)
         if outcome.decision is None:
-            return await self._failed(turn, outcome)
+            return await self._failed(turn, outcome, limits.config)
         self._event(
             turn, EventKind.AGENT_DECIDED, _action_name(outcome), _decision_payload(outcome)
         )
@@ -224,19 +224,21 @@ class AgentTurnHandler:
             return
         self._event(turn, EventKind.ACTION_QUEUED, kind, {**payload, "outbox_ids": list(ids)})
 
-    async def _failed(self, turn: Turn, outcome: AgentOutcome) -> TurnDecision:
+    async def _failed(
+        self, turn: Turn, outcome: AgentOutcome, config: AgentConfig
+    ) -> TurnDecision:
         assert outcome.failure is not None
         self._event(turn, EventKind.AGENT_FAILED, outcome.failure.value, _decision_payload(outcome))
         logger.warning("turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
         if outcome.failure in _NO_ANSWER:
-            return await self._no_answer(turn, outcome.detail)
+            return await self._no_answer(turn, outcome.detail, config)
         return TurnDecision.DONE
 
-    async def _no_answer(self, turn: Turn, detail: str) -> TurnDecision:
+    async def _no_answer(self, turn: Turn, detail: str, config: AgentConfig) -> TurnDecision:
         """No model could answer: a must-answer turn records it (and may say the fallback)."""
         if turn.disposition.outcome is not Outcome.FORCE:
             return TurnDecision.DONE
-        fallback = self._current().config.fallback_reply.strip()
+        fallback = config.fallback_reply.strip()  # the limits the turn started with
         self._event(
             turn,
             EventKind.MODEL_UNAVAILABLE,
