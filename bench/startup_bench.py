@@ -1,6 +1,6 @@
 """Start-up of the real bot: how long `python bot.py` takes until its health endpoint answers,
-and the CPU its process used by then, on a fresh data dir (migrations run) and again on the
-same data dir (the store already at its head).
+the CPU its process used by then and its resident memory, on a fresh data dir (migrations
+run) and again on the same data dir (the store already at its head).
 
 With `--against PATH` (another checkout of this repository, e.g. a `git worktree` of an
 earlier commit) the two are started in alternating order, round by round, so both see the
@@ -38,6 +38,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 class Start:
     wall_s: float  # spawn -> health answers 200
     cpu_s: float  # the process's user + system time at that moment
+    rss_mb: float  # its resident memory then (VmRSS)
 
 
 def free_port() -> int:
@@ -49,6 +50,13 @@ def free_port() -> int:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def healthy(port: int) -> bool:
@@ -88,7 +96,7 @@ def _wait(proc: subprocess.Popen[bytes], port: int, started: float) -> Start:
         if proc.poll() is not None:
             raise RuntimeError(f"bot exited with {proc.returncode} before it was ready")
         if healthy(port):
-            return Start(time.monotonic() - started, cpu_seconds(proc.pid))
+            return Start(time.monotonic() - started, cpu_seconds(proc.pid), rss_mb(proc.pid))
         time.sleep(0.02)
     raise TimeoutError("bot not ready in time")
 
@@ -138,6 +146,8 @@ def main() -> int:
     ):
         values = {name: [pick(s) for s in runs] for name, runs in results.items()}
         print(median_line(label, values, 1000, "ms"))
+    values = {name: [s[1].rss_mb * 1000 for s in runs] for name, runs in results.items()}
+    print(median_line("store at head: RSS when ready, kB", values, 1, "kB"))
     print(machine_line("at end"))
     return 0
 
