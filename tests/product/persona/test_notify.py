@@ -145,7 +145,7 @@ async def kit(engine: AsyncEngine, ledger: LedgerWriter) -> AsyncIterator[Kit]:
     now = [T0]
     outbox, outlet = OutboxStore(engine), Outlet()
     dispatcher = OutboxDispatcher(outbox, outlet, ledger, POLICY, lambda: now[0])
-    jobs = Jobs(JobStore(engine), lambda: now[0])
+    jobs = Jobs(JobStore(engine), lambda: now[0], idle_s=0.2)  # its clock jumps: look often
     deps = NotifyDeps(
         engine=engine,
         sender=OutboxDelivery(outbox, dispatcher, lambda: now[0]),

@@ -49,7 +49,9 @@ from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
 
-IDLE_WAKE_S = 1.0  # without a wake-up, look again this often (due retries, reconnects)
+IDLE_WAKE_S = 1.0  # a row waiting for a connection or a settlement: look again this often
+# Nothing open: the loop sleeps until a queued row wakes it; this slow look is a safety net.
+IDLE_LOOK_S = 30.0
 
 
 # Told of each row once the platform confirmed it (docs/delivery.md).
@@ -174,7 +176,7 @@ class OutboxDispatcher:
         transaction marks the confirmed ones `sent`. After any progress the next heads are due
         at once (0): a reply's next bubble, say.
         """
-        soonest = IDLE_WAKE_S
+        soonest = IDLE_LOOK_S  # no head at all: an enqueue wakes the loop
         ready: list[OutboxRow] = []
         # Heads stay heads until the dispatcher itself acts on them (enqueue only adds rows
         # behind them, backpressure never drops a head), so one query serves every batch.

@@ -15,7 +15,7 @@ from typing import Any
 from loguru import logger
 
 from pallas.product.conversation.jobs.periodic import PeriodicJob
-from pallas.product.conversation.jobs.worker import JobHandler, JobWorker
+from pallas.product.conversation.jobs.worker import IDLE_LOOK_S, JobHandler, JobWorker
 from pallas.store.jobs import ClaimedJob, JobRef, JobStore
 
 PURGE_KIND = "jobs.purge"
@@ -25,9 +25,14 @@ PURGE = PeriodicJob(name="purge_finished_jobs", kind=PURGE_KIND, cron="17 4 * * 
 
 
 class Jobs:
-    def __init__(self, store: JobStore, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: JobStore, clock: Callable[[], datetime], *, idle_s: float = IDLE_LOOK_S
+    ) -> None:
         self.store = store
         self._clock = clock
+        # The longest the worker sleeps with nothing due (an enqueue wakes it sooner); a test
+        # that moves its clock by hand asks it to look often.
+        self._idle_s = idle_s
         self._handlers: dict[str, JobHandler] = {PURGE_KIND: self._purge}
         self._timeouts: dict[str, float] = {}
         self._periodic: dict[str, PeriodicJob] = {PURGE.name: PURGE}
@@ -84,6 +89,7 @@ class Jobs:
             self._clock,
             timeouts=self._timeouts,
             periodic=list(self._periodic.values()),
+            idle_s=self._idle_s,
         )
         await self._worker.start()
 

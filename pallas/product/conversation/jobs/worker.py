@@ -30,6 +30,9 @@ from pallas.product.conversation.jobs.retry import idle_wait, retry_delay
 from pallas.store.jobs import MAX_HOLDER_CHARS, ClaimedJob, JobStore
 
 JobHandler = Callable[[ClaimedJob], Awaitable[None]]
+# Nothing due: the worker sleeps until the next due time or an enqueue wakes it (Jobs
+# wakes it on every enqueue); this slow look is a safety net.
+IDLE_LOOK_S = 30.0
 
 
 def default_holder() -> str:
@@ -51,7 +54,7 @@ class JobWorker:
         timeout_s: float = 60.0,
         timeouts: Mapping[str, float] | None = None,
         concurrency: int = 2,
-        idle_s: float = 1.0,
+        idle_s: float = IDLE_LOOK_S,
         backoff_base_s: float = 5.0,
         backoff_cap_s: float = 600.0,
         stop_grace_s: float = 5.0,

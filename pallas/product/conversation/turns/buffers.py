@@ -21,7 +21,9 @@ from pallas.product.conversation.turns.turn import Admitted, TurnDecision
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 
-HEARTBEAT_S = 0.1
+# Nothing waiting on time: the loop sleeps until a submit or a release wakes it; this slow
+# look is a safety net.
+IDLE_LOOK_S = 30.0
 BUFFER_CAP = 200
 PRIVATE_WAIT_S = 10.0
 
@@ -152,10 +154,22 @@ class TurnBuffers:
     async def _loop(self) -> None:
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), HEARTBEAT_S)
+                await asyncio.wait_for(self._wake.wait(), self._next_look())
             self._wake.clear()
             if not self._stopping:
                 self.tick()
+
+    def _next_look(self) -> float:
+        """Seconds until a held private batch may run again without more arriving; the
+        rest is woken (a submit, a release)."""
+        now = self._monotonic()
+        due = [
+            stream.held_at + self._private_wait_s - now
+            for stream_id, stream in self._streams.items()
+            if stream.private and stream.held_at is not None and stream.items
+            and stream_id not in self._claims  # a running turn's release wakes the loop
+        ]  # fmt: skip
+        return max(0.0, min(due, default=IDLE_LOOK_S))
 
     def tick(self) -> None:
         for stream_id in list(self._streams):
