@@ -52,6 +52,7 @@ from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, Ou
 IDLE_WAKE_S = 1.0  # a row waiting for a connection or a settlement: look again this often
 # Nothing open: the loop sleeps until a queued row wakes it; this slow look is a safety net.
 IDLE_LOOK_S = 30.0
+HEADS_PER_LOOK = 200  # the chats one look considers, oldest first
 
 
 # Told of each row once the platform confirmed it (docs/delivery.md).
@@ -176,11 +177,13 @@ class OutboxDispatcher:
         transaction marks the confirmed ones `sent`. After any progress the next heads are due
         at once (0): a reply's next bubble, say.
         """
-        soonest = IDLE_LOOK_S  # no head at all: an enqueue wakes the loop
         ready: list[OutboxRow] = []
         # Heads stay heads until the dispatcher itself acts on them (enqueue only adds rows
         # behind them, backpressure never drops a head), so one query serves every batch.
-        for row in await self._store.heads():
+        heads = await self._store.heads(HEADS_PER_LOOK)
+        # No head at all: an enqueue wakes the loop. A full page: chats past it wait their turn.
+        soonest = IDLE_WAKE_S if len(heads) >= HEADS_PER_LOOK else IDLE_LOOK_S
+        for row in heads:
             if self._stopping:
                 return IDLE_WAKE_S  # nothing more starts; what is open waits for the next run
             soonest = min(soonest, await self._consider(row, ready))

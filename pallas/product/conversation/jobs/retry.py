@@ -23,11 +23,16 @@ def retry_delay(attempts: int, max_attempts: int, base_s: float, cap_s: float) -
     return backoff_delay(attempts, base_s, cap_s)
 
 
+# Work already due that a claim left behind (its slots went to expired jobs it failed, a row
+# locked by another claimer): look again this soon, not after the idle wait.
+DUE_RETRY_S = 1.0
+
+
 def idle_wait(now: datetime, next_due: datetime | None, idle_s: float) -> float:
     """Seconds to sleep when a claim found nothing more: until the next due time, at most
-    `idle_s`. A due time already reached (a lease expiring this very instant) waits `idle_s`
-    too, so a clock that stands still cannot make the loop spin."""
+    `idle_s`. A due time already reached waits `DUE_RETRY_S` (at most `idle_s`), so a clock
+    that stands still cannot make the loop spin, and due work is not left for `idle_s`."""
     if next_due is None:
         return idle_s
     until = (next_due - now).total_seconds()
-    return min(idle_s, until) if until > 0 else idle_s
+    return min(idle_s, until) if until > 0 else min(idle_s, DUE_RETRY_S)

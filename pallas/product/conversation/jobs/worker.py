@@ -33,6 +33,7 @@ JobHandler = Callable[[ClaimedJob], Awaitable[None]]
 # Nothing due: the worker sleeps until the next due time or an enqueue wakes it (Jobs
 # wakes it on every enqueue); this slow look is a safety net.
 IDLE_LOOK_S = 30.0
+ERROR_RETRY_S = 1.0  # after a store hiccup: look again this soon
 
 
 def default_holder() -> str:
@@ -134,7 +135,7 @@ class JobWorker:
                 delay = await self._tick()
             except Exception as exc:  # a store hiccup must not stop the jobs for good
                 logger.opt(exception=exc).error("job worker: {!r}", exc)
-                delay = self._idle_s
+                delay = min(self._idle_s, ERROR_RETRY_S)
             if delay <= 0:
                 await asyncio.sleep(0)
                 continue

@@ -38,11 +38,11 @@ def test_retry_delay_gives_up_when_the_attempts_are_spent(
 @pytest.mark.parametrize(
     ("next_due", "wait"),
     [
-        pytest.param(None, 1.0, id="nothing queued"),
+        pytest.param(None, 30.0, id="nothing queued: the idle look"),
         pytest.param(T0 + timedelta(seconds=0.25), 0.25, id="due soon"),
-        pytest.param(T0 + timedelta(minutes=5), 1.0, id="due later: look again anyway"),
-        pytest.param(T0, 1.0, id="due now yet not claimed: no spin"),
+        pytest.param(T0 + timedelta(minutes=5), 30.0, id="due later: look again anyway"),
+        pytest.param(T0, 1.0, id="due now yet not claimed: soon, no spin"),
     ],
 )
 def test_idle_wait(next_due: datetime | None, wait: float) -> None:
-    assert idle_wait(T0, next_due, 1.0) == wait
+    assert idle_wait(T0, next_due, 30.0) == wait
