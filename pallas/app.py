@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -341,7 +342,7 @@ def _conversation(
 def _outlet(settings: Settings, engine: AsyncEngine, ingress: Ingress) -> RoutedOutlet:
     """Where the bot's actions go: NapCat, or the console's sandbox for its own chats; the
     bot's own messages come back through the ingress."""
-    assets = settings.pallas_data_dir / ASSETS_FOLDER
+    assets = _assets_folder(settings)
     return RoutedOutlet(
         OneBotOutlet(ingress, route=partial(temp_chat_group, engine), assets=assets),
         SandboxOutlet(ingress, SandboxHub(), utc_now),
@@ -354,7 +355,7 @@ def _delivery(
 ) -> Delivery:  # fmt: skip
     outbox, pacing = OutboxStore(engine), LivePacing(kernel.delivery)
     dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now)
-    checked = asset_checker(settings.pallas_data_dir / ASSETS_FOLDER)
+    checked = asset_checker(_assets_folder(settings))
     sender = OutboxDelivery(outbox, dispatcher, utc_now, checked)
     return Delivery(outbox, dispatcher, sender, pacing)
 
@@ -371,7 +372,7 @@ def _core_services(
         engine, database, recorders.ledger, delivery.sender, delivery.outbox, _ids(runner),
         utc_now, settings.pallas_data_dir, outlet.nickname, FeatureGate(table), table,
         settings, jobs, models, agent_config, frozenset(settings.superusers),
-        AssetStore(engine, settings.pallas_data_dir / ASSETS_FOLDER), Facts(),
+        AssetStore(engine, _assets_folder(settings)), Facts(),
         ProactiveTurns(engine, conversation.turn_buffers, runner), tuple(settings.nickname),
         CharacterStore(engine),
     )  # fmt: skip
@@ -413,6 +414,11 @@ def _retention(
                            recorders.call_log, _retention_policy(settings), utc_now)  # fmt: skip
     install_retention(parts, core.jobs, registry)
     return holders
+
+
+def _assets_folder(settings: Settings) -> Path:
+    """Where pictures, stickers and voices are kept, once each by content hash."""
+    return settings.pallas_data_dir / ASSETS_FOLDER
 
 
 def _ids(runner: RunnerDeps) -> Callable[[], int]:

@@ -11,6 +11,7 @@ from fastapi import APIRouter
 
 from pallas.platform.http_params import RowId
 from pallas.product.memory.store import MemoryStore
+from pallas.product.ports import PersonFacet
 
 PAGE_FACTS = 100
 
@@ -26,7 +27,7 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
     return router
 
 
-def memory_facet(store: MemoryStore) -> Callable[[int, Sequence[str]], Any]:
+def memory_facet(store: MemoryStore) -> PersonFacet:
     async def facts(person_id: int, bots: Sequence[str]) -> Mapping[str, Any]:
         kept = await store.entries(person_id=person_id, limit=PAGE_FACTS)
         return {"facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in kept]}

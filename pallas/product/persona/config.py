@@ -23,6 +23,11 @@ class RageConfig(BaseModel):
     # The model may say a turn's messages attacked it ([冒犯:…]); counts like a put-down.
     model_judgement: bool = True
 
+    @property
+    def judging(self) -> bool:
+        """Whether the model's [冒犯:…] counts now: rage on, and the model's judgement too."""
+        return self.enabled and self.model_judgement
+
     def policy(self) -> RagePolicy:
         return RagePolicy(
             threshold=self.threshold,

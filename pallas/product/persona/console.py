@@ -17,6 +17,7 @@ from pallas.platform.http_params import RowId, RowIdQuery
 from pallas.product.persona.promise_store import PromiseStore
 from pallas.product.persona.store import PersonaStore
 from pallas.product.persona.tables import Blacklist, Favorability, RageState
+from pallas.product.ports import PersonFacet
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def persona_routes(
 
 def persona_facet(
     engine: AsyncEngine, store: PersonaStore
-) -> Callable[[int, Sequence[str]], Any]:
+) -> PersonFacet:
     async def facet(person_id: int, bots: Sequence[str]) -> Mapping[str, Any]:
         scores = await favorability_of(engine, person_id)
         notes = []

@@ -13,7 +13,7 @@ from functools import partial
 
 from pallas.platform.smtp import SmtpConfig
 from pallas.product.extensions import CoreServices, Extension, Plugs
-from pallas.product.llm.agent.agent_factory import seed_character
+from pallas.product.llm.agent.agent_factory import StoredCharacterSource, seed_character
 from pallas.product.llm.assembler.context import Character
 from pallas.product.persona.commands import (
     BlacklistCommand,
@@ -110,12 +110,8 @@ def install_persona(plugs: Plugs, configs: PersonaKeys | None = None) -> None:
     promises = _promises(host, knobs.promises)
     _follow_up(host, knobs.follow_up)
     _rage(host, knobs.rage)
-    rage = knobs.rage
-
-    def judging() -> bool:
-        return rage().enabled and rage().model_judgement
-
-    _own_style(host, [PromiseLines(promises), OffenceLines(frozenset(host.owners), judging)])
+    judging = OffenceLines(frozenset(host.owners), lambda: knobs.rage().judging)
+    _own_style(host, [PromiseLines(promises), judging])
 
 
 def _console(host: _Persona) -> None:
@@ -147,9 +143,9 @@ def _rage(host: _Persona, config: Live[RageConfig]) -> None:
 
 
 def _own_style(host: _Persona, more: list[StateLines]) -> None:
-    host.plugs.add_character_source(
-        OwnStyle(host.style, host.core.character, host.seed, host.core.clock, random.Random, more)
-    )
+    stored = StoredCharacterSource(host.core.character, host.seed, host.core.clock)
+    own = OwnStyle(host.style, stored, host.core.clock, random.Random, more)
+    host.plugs.add_character_source(own)
     host.plugs.add_context_source(StyleHabits(host.style))
     learn = partial(
         learn_fingerprint, engine=host.core.engine, store=host.style, clock=host.core.clock

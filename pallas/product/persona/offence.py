@@ -35,8 +35,7 @@ class OffenceListener:
     async def heard(self, context: FormContext) -> None:
         reasons = [i.value for i in context.intents if i.kind is IntentKind.OFFENCE]
         theirs = [m for m in context.turn.messages if not m.message.from_bot]
-        rage = self._deps.rage()
-        if not reasons or not theirs or not (rage.enabled and rage.model_judgement):
+        if not reasons or not theirs or not self._deps.rage().judging:
             return
         deps, last = self._deps, theirs[-1]
         if await attacks_noted(deps.engine, [m.message_id for m in theirs]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -19,7 +20,7 @@ from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.output import IntentKind
 from pallas.product.llm.agent.reply_forms import FormContext
-from pallas.product.llm.assembler.context import Character, ContextBlock
+from pallas.product.llm.assembler.context import Character, CharacterSource, ContextBlock
 from pallas.product.persona.fingerprint import SentReply, fingerprint
 from pallas.product.persona.mood import GROUP_WEIGHT, mood_line, moved, settled
 from pallas.product.persona.routine import asked_what_doing, routine_line
@@ -30,7 +31,6 @@ from pallas.product.persona.style_store import (
     accounts,
     replies_with_answers,
 )
-from pallas.store.character import CharacterStore, StoredCharacter
 from pallas.store.jobs import ClaimedJob
 
 
@@ -41,33 +41,32 @@ class StateLines(Protocol):
 
 
 class OwnStyle:
-    """The persona a turn speaks in (the assembler asks once per turn)."""
+    """The character a turn speaks in, as the core keeps it (`base`), with how the bot is
+    right now (the assembler asks once per turn)."""
 
     def __init__(
         self,
         store: BotStyleStore,
-        characters: CharacterStore,
-        seed: Character,
+        base: CharacterSource,
         clock: Callable[[], datetime],
         rng: Callable[[], random.Random],
         more: Sequence[StateLines] = (),
     ) -> None:
         self._store = store
-        self._characters = characters
-        self._seed = StoredCharacter(seed.name, seed.description, seed.style)
+        self._base = base
         self._clock = clock
         self._rng = rng
         self._more = more
 
     async def character(self, turn: Turn) -> Character:
         now = self._clock()
-        stored = await self._characters.character(turn.stream.self_id, self._seed, now)
+        stored = await self._base.character(turn)
         parts = [await self._mood(turn, now), routine_line(now, asked_what_doing(turn.text))]
         parts += await self._session(turn, now)
         for more in self._more:
             parts += await more.lines(turn)
         state = "；".join(part for part in parts if part)
-        return Character(stored.name or self._seed.name, stored.description, stored.style, state)
+        return replace(stored, state=state)
 
     async def _mood(self, turn: Turn, now: datetime) -> str:
         valence, since = await self._store.mood(turn.stream.self_id)
