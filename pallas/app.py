@@ -202,6 +202,7 @@ class Runtime:
         outlet = _outlet(settings, database.engine, conversation.ingress)
         delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel)
         conversation.runner.queued_replies = delivery.outbox.waiting_messages
+        conversation.ingress.plug_origins(delivery.dispatcher.in_flight.origin_of)
         jobs = Jobs(JobStore(database.engine), utc_now)
         tools = build_tools(database.engine, settings.pallas_data_dir,
                             search_api_url=settings.web_search_api_url,

@@ -23,7 +23,7 @@ from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.core.numbers import read_db_id
-from pallas.product.conversation.why import step_line
+from pallas.product.conversation.why import ORIGIN_NAMES, step_line
 from pallas.product.settings.registry import FieldInfo, SettingsError
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
@@ -150,7 +150,8 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
-        return pages.render("trace.html", guest, turn=await trace(deps.engine, turn_id))
+        turn = await trace(deps.engine, turn_id)
+        return pages.render("trace.html", guest, turn=turn, origin_names=ORIGIN_NAMES)
 
 
 def _work(router: APIRouter, pages: Pages) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -61,3 +61,73 @@ _BY_FOLDED_NAME = {name.casefold(): face_id for name, face_id in REACTIONS.items
 def reaction_id(name: str) -> str | None:
     """The face id for a reaction name, or None if the name is not in the vocabulary."""
     return _BY_FOLDED_NAME.get(name.strip().casefold())
+
+
+class OutboxKind(StrEnum):
+    """What one outbox row asks the platform to do."""
+
+    MESSAGE = "message"
+    POKE = "poke"
+    REACT = "react"
+
+
+class Origin(StrEnum):
+    """Which part of the bot an outgoing action comes from. Kept on its outbox row and on
+    the recorded message, so the gate can tell the bot taking part in the talk from the bot
+    answering a command or greeting a newcomer (docs/gating.md)."""
+
+    AGENT_REPLY = "agent_reply"  # the model's answer in a turn
+    PROACTIVE = "proactive"  # a turn the bot started itself (a follow-up, a kept promise)
+    COMMAND = "command"  # a chat command's answer
+    RESPONDER = "responder"  # a rule without a model: a repeat, a poke back, a welcome
+    TASK = "task"  # a scheduled task's message
+    LEARNED = "learned"  # a line learned from the group, said without a model
+    NOTICE = "notice"  # the bot telling its owners something about itself
+
+
+# Only these count as the bot speaking in the conversation: they use the gate's frequency
+# cap and open the natural reply window. A learned line is free and a command's answer is
+# not talk: neither should invite the model to read the lines that follow.
+CONVERSATIONAL = frozenset({Origin.AGENT_REPLY, Origin.PROACTIVE})
+
+
+def counts_as_speaking(origin: str | None) -> bool:
+    """Whether the bot's message counts as it speaking in the conversation. No origin (a
+    message typed on the bot's account by hand, or recorded before origins were kept)
+    counts, as every message of the bot did before."""
+    return origin is None or origin in CONVERSATIONAL
+
+
+@dataclass(frozen=True)
+class Poke:
+    """Poke someone in the chat."""
+
+    user_id: str
+    kind: OutboxKind = field(default=OutboxKind.POKE, init=False)
+
+    def to_payload(self) -> dict[str, str]:
+        return {"user_id": self.user_id}
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """Put a reaction from the vocabulary on a message."""
+
+    message_id: str  # the platform's id of the message
+    emoji: str  # a name in REACTIONS
+    kind: OutboxKind = field(default=OutboxKind.REACT, init=False)
+
+    def to_payload(self) -> dict[str, str]:
+        return {"message_id": self.message_id, "emoji": self.emoji}
+
+
+ChatAction = Poke | Reaction
+
+
+def action_of(kind: str, payload: Mapping[str, object]) -> ChatAction:
+    """The typed action of a stored poke or reaction row (KeyError for a malformed one)."""
+    if kind == OutboxKind.POKE:
+        return Poke(str(payload["user_id"]))
+    if kind == OutboxKind.REACT:
+        return Reaction(str(payload["message_id"]), str(payload["emoji"]))
+    raise ValueError(f"{kind!r} is not a poke or a reaction")

@@ -40,6 +40,7 @@ class OutboxState:
     attempts: int
     platform_message_id: str | None
     last_error: str
+    origin: str  # the part of the bot it came from (core.actions.Origin)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ async def trace(engine: AsyncEngine, turn_id: int) -> TurnTrace:
             OutboxItem.attempts,
             OutboxItem.platform_message_id,
             OutboxItem.last_error,
+            OutboxItem.origin,
         )
         .where(OutboxItem.turn_id == turn_id)
         .order_by(OutboxItem.id)

@@ -37,6 +37,7 @@ class RecentRow:
     is_poke: bool
     mentions: tuple[str, ...]
     reply_to: str | None
+    origin: str | None  # the bot's own message: which part of the bot sent it
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,16 @@ async def recent_rows(engine: AsyncEngine, stream_id: int, since: datetime) -> l
             Message.is_poke,
             Message.mentions,
             Message.reply_to,
+            Message.origin,
         )
         .where(Message.stream_id == stream_id, Message.stored_at >= since)
         .order_by(Message.id)
     )
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
-    return [RecentRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6] or ()), r[7]) for r in rows]
+    return [
+        RecentRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple(r[6] or ()), r[7], r[8]) for r in rows
+    ]
 
 
 async def ambient_passes(engine: AsyncEngine, stream_id: int, since: datetime) -> list[datetime]:

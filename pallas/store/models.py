@@ -103,6 +103,8 @@ class Message(Base):
     mentions_all: Mapped[bool] = mapped_column(Boolean, default=False)
     is_poke: Mapped[bool] = mapped_column(Boolean, default=False)
     from_bot: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The bot's own message: the Origin of the outbox row that sent it, when known.
+    origin: Mapped[str | None] = mapped_column(String(16))
     recalled: Mapped[bool] = mapped_column(Boolean, default=False)
     suppressed: Mapped[bool] = mapped_column(Boolean, default=False)
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -239,8 +241,10 @@ class OutboxItem(Base):
     reply_id: Mapped[int | None] = mapped_column(Id, ForeignKey("reply.id"))
     turn_id: Mapped[int | None] = mapped_column(BigInteger)
     stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"))
-    kind: Mapped[str] = mapped_column(String(16))  # message / poke / react
+    kind: Mapped[str] = mapped_column(String(16))  # an OutboxKind: message / poke / react
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The part of the bot it comes from (an Origin): the gate counts only conversation.
+    origin: Mapped[str] = mapped_column(String(16), default="agent_reply")
     # Answers a direct call (@, reply, poke, private chat): never dropped for a crowded queue.
     direct: Mapped[bool] = mapped_column(Boolean, default=False)
     # pending -> sending -> sent; or failed / unknown / expired / dropped (final)

@@ -21,6 +21,7 @@ from sqlalchemy import and_, bindparam, func, insert, literal_column, select, up
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import aliased
 
+from pallas.core.actions import CONVERSATIONAL, Origin, OutboxKind
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.database import Database
 from pallas.store.models import Message, OutboxItem, Reply, Stream
@@ -43,7 +44,7 @@ OPEN = (OutboxStatus.PENDING.value, OutboxStatus.SENDING.value)
 
 @dataclass(frozen=True)
 class NewItem:
-    kind: str  # message / poke / react
+    kind: OutboxKind
     payload: dict[str, Any]
     delay_s: float = 0.0  # after the previous item of the same reply (pacing)
 
@@ -76,6 +77,7 @@ class OutboxRow:
     not_before: datetime
     created_at: datetime
     updated_at: datetime  # for a `sending` row: when the send began
+    origin: str = Origin.AGENT_REPLY
 
 
 class OutboxStore:
@@ -95,6 +97,7 @@ class OutboxStore:
         direct: bool = False,
         max_waiting: int | None = None,
         key: str | None = None,
+        origin: Origin = Origin.AGENT_REPLY,
     ) -> Enqueued:
         """The reply record (when there are bubbles) and its rows, in one transaction.
 
@@ -129,7 +132,8 @@ class OutboxStore:
             ids, due = [], now
             for item in items:
                 due += timedelta(seconds=item.delay_s)
-                values = _row(reply_id, turn_id, stream_id, item, due, now) | {"direct": direct}
+                values = _row(reply_id, turn_id, stream_id, item, due, now)
+                values |= {"direct": direct, "origin": origin.value}
                 if keys:
                     values["idempotency_key"] = keys[len(ids)]
                 result = await conn.execute(insert(OutboxItem).values(**values))
@@ -152,14 +156,16 @@ class OutboxStore:
         return [_outbox_row(row) for row in rows]
 
     async def waiting_messages(self, stream_id: int) -> int:
-        """Bubbles of the chat queued but not yet sent (the frequency cap counts them)."""
+        """Bubbles of the chat's conversation queued but not yet sent (the frequency cap
+        counts them; a command's answer or a welcome waiting in the queue does not count)."""
         query = (
             select(func.count())
             .select_from(OutboxItem)
             .where(
                 OutboxItem.stream_id == stream_id,
                 OutboxItem.status.in_(OPEN),
-                OutboxItem.kind == "message",
+                OutboxItem.kind == OutboxKind.MESSAGE.value,
+                OutboxItem.origin.in_([origin.value for origin in CONVERSATIONAL]),
             )
         )
         async with self._engine.connect() as conn:
@@ -171,7 +177,7 @@ class OutboxStore:
         query = select(OutboxItem.payload, OutboxItem.created_at).where(
             OutboxItem.stream_id == stream_id,
             OutboxItem.status.in_(OPEN),
-            OutboxItem.kind == "poke",
+            OutboxItem.kind == OutboxKind.POKE.value,
         )
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
@@ -312,7 +318,7 @@ def _row(
         "reply_id": reply_id,
         "turn_id": turn_id,
         "stream_id": stream_id,
-        "kind": item.kind,
+        "kind": OutboxKind(item.kind).value,
         "payload": item.payload,
         "status": OutboxStatus.PENDING.value,
         "attempts": 0,
@@ -336,6 +342,7 @@ def _row_query() -> Any:
         OutboxItem.not_before,
         OutboxItem.created_at,
         OutboxItem.updated_at,
+        OutboxItem.origin,
         Stream.platform,
         Stream.self_id,
         Stream.kind.label("stream_kind"),
@@ -357,6 +364,7 @@ def _outbox_row(row: Any) -> OutboxRow:
         not_before=row.not_before,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        origin=row.origin,
     )
 
 

@@ -240,6 +240,7 @@ class _Batch:
             "mentions_all": msg.mentions_all,
             "is_poke": msg.is_poke,
             "from_bot": msg.from_bot,
+            "origin": msg.origin,
             "recalled": False,
             "suppressed": False,
             "truncated": msg.truncated,

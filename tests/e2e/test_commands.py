@@ -25,6 +25,7 @@ from tests.support.timeline_db import TimelineDb, wait_for
 SELF_ID = 46_901
 GROUP = 8501
 OWNER, ADMIN, MEMBER, SILENCED = 9701, 9702, 9703, 9704
+HELP_GROUP = 8502  # a chat of its own: no earlier test's reply opened a window in it
 CHAT = "e2e-commands"
 TOKEN = "commands-console-token"
 
@@ -80,9 +81,11 @@ def timeline(bot: BotProcess) -> TimelineDb:
 ROLES = {OWNER: "member", ADMIN: "admin", MEMBER: "member", SILENCED: "admin"}
 
 
-async def send(napcat: NapCat, timeline: TimelineDb, user: int, *segments: Any) -> int:
+async def send(
+    napcat: NapCat, timeline: TimelineDb, user: int, *segments: Any, group: int = GROUP
+) -> int:
     """Say something in the group; our id of the stored message."""
-    event = napcat.group_message(GROUP, user, list(segments))
+    event = napcat.group_message(group, user, list(segments))
     event["sender"]["role"] = ROLES[user]
     await napcat.send_event(event)
     await wait_for(lambda: timeline.messages(event["message_id"]), what="stored")
@@ -93,10 +96,12 @@ async def send(napcat: NapCat, timeline: TimelineDb, user: int, *segments: Any) 
     )
 
 
-async def command(napcat: NapCat, timeline: TimelineDb, user: int, words: str) -> str:
+async def command(
+    napcat: NapCat, timeline: TimelineDb, user: int, words: str, group: int = GROUP
+) -> str:
     """Send a command and return the bot's answer to it: the outbox rows of the action that
     handled it, not whatever the bot says next (a model reply to an earlier line may be late)."""
-    asked = await send(napcat, timeline, user, text(words))
+    asked = await send(napcat, timeline, user, text(words), group=group)
     turn = await wait_for(
         lambda: timeline.scalar(
             "SELECT turn_id FROM event WHERE message_id = ? AND kind = 'stage_handled'", asked
@@ -119,10 +124,10 @@ def answered_by_model(timeline: TimelineDb, message_id: int) -> bool:
 
 
 async def put_gate(
-    bot: BotProcess, timeline: TimelineDb, changes: dict[str, Any]
+    bot: BotProcess, timeline: TimelineDb, changes: dict[str, Any], group: int = GROUP
 ) -> dict[str, Any]:
     """Change the group's gate knobs through the console; the values they had before."""
-    sid = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(GROUP))
+    sid = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(group))
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
         before = (await http.get(f"/pallas/api/settings/gate/{sid}")).json()
@@ -263,3 +268,35 @@ async def test_a_silenced_persons_command_does_nothing(
     assert handled == 0
     status = await command(napcat, timeline, MEMBER, "/状态")
     assert "开着：模型聊天" in status  # the switch was not touched
+
+
+async def test_a_commands_answer_does_not_invite_the_talk_after_it_and_a_reply_does(
+    bot: BotProcess, napcat: NapCat, timeline: TimelineDb, model: FakeModelServer
+) -> None:
+    """docs/gating.md, the natural window: only the bot taking part in the talk opens it."""
+    group = HELP_GROUP
+    assert "/帮助" in await command(napcat, timeline, MEMBER, "/帮助", group)
+    # No lottery and no public questions: only the natural window could let a line in.
+    await put_gate(bot, timeline, {"ambient_probability": 0, "answer_public_questions": False},
+                   group)  # fmt: skip
+    lines = [f"第{n}句闲聊，和机器人无关" for n in range(10)]
+    ids = [await send(napcat, timeline, (ADMIN, MEMBER)[n % 2], text(line), group=group)
+           for n, line in enumerate(lines)]  # fmt: skip
+    await wait_for(lambda: all(decision(timeline, i) for i in ids), what="ten gate decisions")
+    assert {decision(timeline, i) for i in ids} == {"gate_dropped:attention_filtered"}
+    asked = [json.dumps(r.body, ensure_ascii=False) for r in model.requests]
+    assert not any(line in body for line in lines for body in asked)
+    origin = "SELECT origin FROM message WHERE from_bot AND stream_id = ? ORDER BY id DESC"
+    sid = timeline.scalar("SELECT id FROM stream WHERE external_id = ?", str(group))
+    assert timeline.scalar(origin, sid) == "command"
+
+    called = await send(napcat, timeline, MEMBER, at(SELF_ID), text("在吗"), group=group)
+    await wait_for(lambda: answered_by_model(timeline, called), what="the model's reply")
+    assert timeline.scalar(origin, sid) == "agent_reply"
+    after = await send(napcat, timeline, ADMIN, text("原来它在"), group=group)
+    await wait_for(lambda: decision(timeline, after), what="the gate")
+    assert decision(timeline, after) == "gate_passed:attention"
+    signals = timeline.scalar(
+        "SELECT payload FROM event WHERE message_id = ? AND kind = 'gate_passed'", after
+    )
+    assert "natural_window" in json.loads(signals)["signals"]

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from loguru import logger
 
+from pallas.core.actions import Origin
 from pallas.core.inbound import InboundMessage, Segment, SegmentKind, StreamKind
 from pallas.core.text import typed_text
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
@@ -211,7 +212,8 @@ class CommandStage:
         action = self._action_ids()
         segments = (Segment(SegmentKind.TEXT, text=answer),)
         key = f"command:{stored.message_id}"
-        await self._sender.send(OutgoingMessage(action, stored.stream_id, segments, key))
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.COMMAND)
+        await self._sender.send(outgoing)
         return StageResult(Verdict.HANDLED, reason, action)
 
 

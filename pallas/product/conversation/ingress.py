@@ -7,13 +7,14 @@ messages that are already committed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
 from loguru import logger
 
-from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange
+from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, StreamKey
 from pallas.core.text import describe_inbound
 from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter
 
@@ -101,16 +102,32 @@ class IngressResult:
         return self.outcome in (IngressOutcome.ACCEPTED, IngressOutcome.RECORDED)
 
 
+# Which part of the bot the chat's message in flight comes from (the dispatcher's InFlight).
+OriginOf = Callable[[StreamKey], str | None]
+
+
+def _no_origin(stream: StreamKey) -> str | None:
+    return None
+
+
 class Ingress:
     def __init__(self, writer: TimelineWriter, next_stage: NextStage | None = None) -> None:
         self._writer = writer
         self._next_stage: NextStage = next_stage or NoNextStage()
+        self._origin_of: OriginOf = _no_origin
 
     def plug(self, next_stage: NextStage) -> None:
         """Attach the stage that receives accepted messages."""
         self._next_stage = next_stage
 
+    def plug_origins(self, origin_of: OriginOf) -> None:
+        """Where the bot's own messages learn which part of the bot sent them: the send's
+        record and the platform's echo alike, whichever is stored first."""
+        self._origin_of = origin_of
+
     async def accept(self, item: InboundEvent) -> IngressResult:
+        if isinstance(item, InboundMessage) and item.from_bot and item.origin is None:
+            item = replace(item, origin=self._origin_of(item.stream))
         try:
             written = await self._writer.write(item)
         except Exception as exc:

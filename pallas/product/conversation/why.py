@@ -46,6 +46,16 @@ _STEP_NAMES = {
     "delivery_dropped": "让位给更新的回复",
     "delivery_recovered": "重启后核对发送",
 }
+# Which part of the bot an outbox row came from (core.actions.Origin), for the trail.
+ORIGIN_NAMES = {
+    "agent_reply": "聊天回复",
+    "proactive": "主动开口",
+    "command": "命令回答",
+    "responder": "固定回应",
+    "task": "定时任务",
+    "learned": "学来的话",
+    "notice": "给主人的通知",
+}
 
 
 class WhyCommand:
@@ -84,7 +94,9 @@ def _turn_lines(turn: TurnTrace, *, skip_stages: bool) -> list[str]:
     lines = [f"回合/动作 {turn.turn_id}："] + [f"  {_step(e)}" for e in steps]
     sent = sum(1 for row in turn.outbox if row.status == "sent")
     if turn.outbox:
-        lines.append(f"  发出 {sent}/{len(turn.outbox)} 条")
+        names = (ORIGIN_NAMES.get(row.origin, row.origin) for row in turn.outbox)
+        origins = "、".join(dict.fromkeys(names))
+        lines.append(f"  发出 {sent}/{len(turn.outbox)} 条（{origins}）")
     return lines
 
 

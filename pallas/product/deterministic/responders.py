@@ -17,6 +17,7 @@ from pathlib import Path
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import Origin, Poke
 from pallas.core.text import describe_inbound
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.delivery.payload import PayloadError
@@ -113,7 +114,11 @@ class RepeatStage:
             return CONTINUE
         action = self._deps.action_ids()
         outgoing = OutgoingMessage(
-            action, stored.stream_id, decision.segments, key=f"repeat:{stored.message_id}"
+            action,
+            stored.stream_id,
+            decision.segments,
+            key=f"repeat:{stored.message_id}",
+            origin=Origin.RESPONDER,
         )
         try:
             await self._deps.sender.send(outgoing)
@@ -149,9 +154,10 @@ class PokeBackStage:
                     logger.info("poke from {} not returned: {}", request.poker, verdict)
                 return CONTINUE
             action = self._deps.action_ids()
-            payload = {"user_id": request.poker}
             key = f"poke_back:{stored.message_id}"
-            await self._deps.sender.act(action, stored.stream_id, "poke", payload, key)
+            await self._deps.sender.act(
+                action, stored.stream_id, Poke(request.poker), origin=Origin.RESPONDER, key=key
+            )
         # The agent may still answer the poke in words: the stage acts and goes on.
         return StageResult(Verdict.CONTINUE, "poked_back", action)
 
@@ -190,7 +196,8 @@ class NoticeStage:
         # A redelivered notice carries the same time: the key keeps it to one greeting.
         kind = "welcome" if change.joined else "farewell"
         key = f"{kind}:{stored.stream_id}:{change.user_id}:{int(change.time.timestamp())}"
-        await self._deps.sender.send(OutgoingMessage(action, stored.stream_id, segments, key))
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.RESPONDER)
+        await self._deps.sender.send(outgoing)
         return StageResult(Verdict.CONTINUE, kind, action)
 
     async def _settings(self, stored: StoredChange) -> GroupNotices:

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import Origin
 from pallas.core.inbound import Segment, SegmentKind, StreamKey, StreamKind
 from pallas.platform.smtp import MailNotSent, SmtpConfig, send_mail
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
@@ -63,7 +64,11 @@ async def notify_owners(job: ClaimedJob, deps: NotifyDeps) -> None:
         stream_id = await ensure_stream(deps.engine, key, deps.clock())
         segments = (Segment(SegmentKind.TEXT, text=text),)
         message = OutgoingMessage(
-            deps.action_ids(), stream_id, segments, key=f"notify:{job.id}:{owner}"
+            deps.action_ids(),
+            stream_id,
+            segments,
+            key=f"notify:{job.id}:{owner}",
+            origin=Origin.NOTICE,
         )
         queued.extend(await deps.sender.send(message))
     due = deps.clock() + timedelta(seconds=deps.check_after_s())

@@ -53,9 +53,8 @@ def test_a_silence_says_its_reason_and_a_reply_says_so() -> None:
     )
     silent = MessagePath(7, "嗯", False, (event("gate_passed", "attention"),), turn)
     assert why_not(silent) == "你那句「嗯」我看过了，决定不接：在聊私事。"
-    sent = TurnTrace(
-        4, (event("agent_decided", "reply"),), (OutboxState(1, "message", "sent", 1, "9", ""),)
-    )
+    row = OutboxState(1, "message", "sent", 1, "9", "", "agent_reply")
+    sent = TurnTrace(4, (event("agent_decided", "reply"),), (row,))
     assert why_not(MessagePath(8, "在吗", False, (), sent)) == "你那句「在吗」我回过了呀。"
     assert why_not(MessagePath(9, "x", True, (), None)).startswith("你那条消息被静默了")
 

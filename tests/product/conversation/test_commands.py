@@ -163,8 +163,8 @@ def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
         12,
         (event("turn_started", "mentioned", 12), event("agent_decided", "reply", 12)),
         (
-            OutboxState(1, "message", "sent", 0, "9", ""),
-            OutboxState(2, "message", "failed", 5, None, "x"),
+            OutboxState(1, "message", "sent", 0, "9", "", "agent_reply"),
+            OutboxState(2, "message", "failed", 5, None, "x", "agent_reply"),
         ),
     )
     answered = MessagePath(7, "@牛牛", True, (event("gate_passed", "mentioned"),), turn)
@@ -174,5 +174,11 @@ def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
         "回合/动作 12：",
         "  - 开始一个回合（mentioned）",
         "  - 决定（reply）",
-        "  发出 1/2 条",
+        "  发出 1/2 条（聊天回复）",
+    ]
+    answer = TurnTrace(13, (), (OutboxState(3, "message", "sent", 0, "10", "", "command"),))
+    assert describe_path(MessagePath(8, "/帮助", False, (), None, (answer,))).splitlines() == [
+        "消息 #8：",
+        "回合/动作 13：",
+        "  发出 1/1 条（命令回答）",
     ]

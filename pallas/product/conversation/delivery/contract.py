@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from pallas.core.actions import Capability, SentLookup
+from pallas.core.actions import Capability, ChatAction, Origin, SentLookup
 from pallas.core.inbound import Segment, StreamKey, StreamKind
 
 
@@ -55,6 +55,7 @@ class OutgoingReply:
     quote: str | None  # platform id of the message to quote on the first message
     direct: bool = False  # answers a direct call (@, reply, poke, private): never dropped
     media: tuple[OutgoingMedia, ...] = ()  # sent after the bubbles, one message each
+    origin: Origin = Origin.AGENT_REPLY  # or PROACTIVE: a turn the bot started itself
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -64,13 +65,14 @@ class OutgoingReply:
 
 @dataclass(frozen=True)
 class OutgoingMessage:
-    """One message any part of the bot sends (a repeat, a welcome, later a sticker...)."""
+    """One message any part of the bot sends (a repeat, a welcome, a command's answer...)."""
 
     turn_id: int  # the turn or responder action it belongs to (trace() finds it by this)
     stream_id: int
     segments: tuple[Segment, ...]
     key: str | None = None  # idempotency: queued at most once under this key
     direct: bool = True  # never dropped for a crowded queue
+    origin: Origin = field(kw_only=True)  # every sender says which part of the bot it is
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,12 @@ class Actions(Protocol):
         self,
         turn_id: int,
         stream_id: int,
-        kind: str,
-        payload: dict[str, Any],
+        action: ChatAction,
+        *,
+        origin: Origin,
         key: str | None = None,
     ) -> tuple[int, ...]:
-        """A poke or a reaction: one outbox row; raises PayloadError for a bad payload."""
+        """A poke or a reaction: one outbox row; raises PayloadError for a bad one."""
 
 
 class ReplyDelivery(Actions, Protocol):

@@ -18,7 +18,15 @@ from typing import Any
 
 from loguru import logger
 
-from pallas.core.actions import HISTORY_UNREADABLE, SentLookup
+from pallas.core.actions import (
+    HISTORY_UNREADABLE,
+    ChatAction,
+    Origin,
+    OutboxKind,
+    Poke,
+    SentLookup,
+    action_of,
+)
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.conversation.delivery.contract import (
     DeliveryReport,
@@ -26,6 +34,7 @@ from pallas.product.conversation.delivery.contract import (
     OutgoingReply,
     Outlet,
 )
+from pallas.product.conversation.delivery.in_flight import InFlight
 from pallas.product.conversation.delivery.pacing import (
     DeliveryPolicy,
     PolicyReader,
@@ -80,6 +89,7 @@ class OutboxDispatcher:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._receipt_listeners: list[ReceiptListener] = []
+        self.in_flight = InFlight()  # the ingress asks it which part of the bot an echo is
 
     @property
     def policy(self) -> DeliveryPolicy:
@@ -126,7 +136,7 @@ class OutboxDispatcher:
         now = self._clock()
         echo = await self._echo_of(row, row.updated_at)  # since the send began
         lookup: SentLookup | None = None  # not asked: an echo, or not a message
-        if echo is None and row.kind == "message":
+        if echo is None and row.kind == OutboxKind.MESSAGE:
             if await self._outlet.is_connected(row.stream.self_id):
                 text = payload_text(row.payload)
                 lookup = await self._outlet.find_sent(row.stream, text, row.updated_at)
@@ -151,7 +161,7 @@ class OutboxDispatcher:
 
     async def _echo_of(self, row: OutboxRow, since: datetime) -> str | None:
         """The platform's report of this send, if it arrived though the receipt did not."""
-        if row.kind != "message":
+        if row.kind != OutboxKind.MESSAGE:
             return None
         return await self._store.unclaimed_echo(row.stream_id, payload_text(row.payload), since)
 
@@ -290,15 +300,15 @@ class OutboxDispatcher:
     async def _perform(self, row: OutboxRow) -> str | None:
         """The platform's id for what was done, or None if it did not confirm."""
         payload = row.payload
-        if row.kind == "message":
-            quote = payload.get("quote")
-            return await self._outlet.send(row.stream, segments_of(payload), quote=quote)
-        if row.kind == "poke":
-            poked = await self._outlet.poke(row.stream, str(payload["user_id"]))
+        if row.kind == OutboxKind.MESSAGE:
+            with self.in_flight.sending(row.stream, Origin(row.origin)):
+                quote = payload.get("quote")
+                return await self._outlet.send(row.stream, segments_of(payload), quote=quote)
+        action = action_of(row.kind, payload)
+        if isinstance(action, Poke):
+            poked = await self._outlet.poke(row.stream, action.user_id)
             return "poke" if poked else None
-        reacted = await self._outlet.react(
-            row.stream, str(payload["message_id"]), str(payload["emoji"])
-        )
+        reacted = await self._outlet.react(row.stream, action.message_id, action.emoji)
         return "react" if reacted else None
 
     def dropped(self, row: DroppedRow, stream_id: int, *, superseded: bool) -> None:
@@ -371,12 +381,13 @@ class OutboxDelivery:
         queued = await self._store.enqueue(
             reply.turn_id,
             reply.stream_id,
-            [NewItem("message", payload) for payload in payloads],
+            [NewItem(OutboxKind.MESSAGE, payload) for payload in payloads],
             self._clock(),
             bubbles=reply.texts,
             quote=reply.quote,
             direct=reply.direct,
             max_waiting=policy.max_waiting_unsolicited,
+            origin=reply.origin,
         )
         for row in queued.dropped:
             self._dispatcher.dropped(row, reply.stream_id, superseded=reply.direct)
@@ -388,10 +399,11 @@ class OutboxDelivery:
         queued = await self._store.enqueue(
             message.turn_id,
             message.stream_id,
-            [NewItem("message", payload)],
+            [NewItem(OutboxKind.MESSAGE, payload)],
             self._clock(),
             direct=message.direct,
             key=message.key,
+            origin=message.origin,
         )
         self._dispatcher.wake()
         return tuple(queued.ids)
@@ -400,14 +412,16 @@ class OutboxDelivery:
         self,
         turn_id: int,
         stream_id: int,
-        kind: str,
-        payload: dict[str, Any],
+        action: ChatAction,
+        *,
+        origin: Origin,
         key: str | None = None,
     ) -> tuple[int, ...]:
         """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
-        check_action(kind, payload)
+        check_action(action)
+        item = NewItem(action.kind, action.to_payload())
         queued = await self._store.enqueue(
-            turn_id, stream_id, [NewItem(kind, payload)], self._clock(), key=key
+            turn_id, stream_id, [item], self._clock(), key=key, origin=origin
         )
         self._dispatcher.wake()
         return tuple(queued.ids)

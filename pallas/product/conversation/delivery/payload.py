@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pallas.core.actions import is_platform_id, reaction_id
+from pallas.core.actions import ChatAction, Poke, Reaction, is_platform_id, reaction_id
 from pallas.core.assets import asset_file, asset_path
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.core.media import placeholder_of
@@ -98,19 +98,19 @@ def no_assets(relative: str) -> bool:
     return False
 
 
-def check_action(kind: str, payload: dict[str, Any]) -> None:
+def check_action(action: ChatAction) -> None:
     """A poke names a user id; a reaction a message id and a reaction from the vocabulary."""
-    if kind == "poke":
-        if not is_platform_id(str(payload.get("user_id", ""))):
-            raise PayloadError(f"a poke needs a user id, not {payload.get('user_id')!r}")
+    if isinstance(action, Poke):
+        if not is_platform_id(action.user_id):
+            raise PayloadError(f"a poke needs a user id, not {action.user_id!r}")
         return
-    if kind == "react":
-        if not is_platform_id(str(payload.get("message_id", ""))):
-            raise PayloadError(f"a reaction needs a message id, not {payload.get('message_id')!r}")
-        if reaction_id(str(payload.get("emoji", ""))) is None:
-            raise PayloadError(f"unknown reaction {payload.get('emoji')!r}")
+    if isinstance(action, Reaction):
+        if not is_platform_id(action.message_id):
+            raise PayloadError(f"a reaction needs a message id, not {action.message_id!r}")
+        if reaction_id(action.emoji) is None:
+            raise PayloadError(f"unknown reaction {action.emoji!r}")
         return
-    raise PayloadError(f"unknown outbox action {kind!r}")
+    raise PayloadError(f"unknown outbox action {action!r}")
 
 
 def asset_checker(folder: Path) -> AssetExists:

@@ -27,6 +27,9 @@ class Sighting:
     mentioned_me: bool = False
     poked_me: bool = False
     replied_to_me: bool = False
+    # The bot's line counts as it speaking in the conversation (core.actions.CONVERSATIONAL):
+    # only those use the frequency cap and open the natural reply window.
+    speaking: bool = True
     # `at` in whole microseconds since the epoch: the gate ages hundreds of sightings per
     # message, and integer arithmetic is several times cheaper than datetime arithmetic.
     us: int = field(init=False, repr=False, compare=False)

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import counts_as_speaking
 from pallas.product.conversation.gate.activity import HORIZON, Sighting, StreamActivity
 from pallas.store import kernel_state
 from pallas.store.sql import BoundedCache
@@ -57,6 +58,7 @@ class ActivityBook:
                 mentioned_me=self_id in r.mentions and not r.is_poke,
                 poked_me=r.is_poke and self_id in r.mentions,
                 replied_to_me=r.reply_to in bot_ids,
+                speaking=counts_as_speaking(r.origin),
             )
             for r in rows
         ]

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import counts_as_speaking
 from pallas.core.inbound import StreamKind
 from pallas.product.conversation.gate.activity import Sighting, StreamActivity
 from pallas.product.conversation.gate.activity_book import ActivityBook
@@ -79,12 +80,15 @@ class Admission:
         return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
-        """The bot spoke: the natural reply window opens again."""
+        """The bot spoke: the natural reply window opens again, unless what it sent was not
+        talk (a command's answer, a welcome: see core.actions.CONVERSATIONAL)."""
         deps = self._deps
         now = deps.clock()
         activity = await deps.activities.get(stored.stream_id, stored.message.stream.self_id, now)
-        activity.add(_sighting(stored, MessageFacts(), now, from_bot=True))
-        if activity.follow_up_declined:
+        speaking = counts_as_speaking(stored.message.origin)
+        # Kept either way: a reply to a command's answer still calls the bot directly.
+        activity.add(_sighting(stored, MessageFacts(), now, from_bot=True, speaking=speaking))
+        if speaking and activity.follow_up_declined:
             activity.follow_up_declined = False
             deps.ledger.record(SetFollowUpDeclined(stored.stream_id, False))
 
@@ -99,7 +103,11 @@ class Admission:
 
 
 def _sighting(
-    stored: StoredMessage, facts: MessageFacts, now: datetime, from_bot: bool = False
+    stored: StoredMessage,
+    facts: MessageFacts,
+    now: datetime,
+    from_bot: bool = False,
+    speaking: bool = True,
 ) -> Sighting:
     return Sighting(
         stored.message_id,
@@ -110,6 +118,7 @@ def _sighting(
         mentioned_me=facts.mentioned_me,
         poked_me=facts.poked_me,
         replied_to_me=facts.replied_to_me,
+        speaking=speaking,
     )
 
 

@@ -160,9 +160,10 @@ def _scan(activity: StreamActivity, asker: Asker, now: datetime, policy: GatePol
         if age > horizon:
             break
         if s.from_bot:
-            if view.since_bot_spoke is None:
-                view.since_bot_spoke, view.last_bot_id = age, s.message_id
-            view.bot_replies += age <= policy.reply_window_s
+            if s.speaking:  # a command's answer or a welcome is not the bot talking
+                if view.since_bot_spoke is None:
+                    view.since_bot_spoke, view.last_bot_id = age, s.message_id
+                view.bot_replies += age <= policy.reply_window_s
             continue
         if age <= policy.hot_window_s:
             view.hot_messages += 1

@@ -14,7 +14,7 @@ from typing import Any
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.actions import Capability
+from pallas.core.actions import Capability, ChatAction, Origin, Poke, Reaction
 from pallas.product.conversation.delivery.contract import (
     OutgoingReply,
     Outlet,
@@ -201,6 +201,7 @@ class AgentTurnHandler:
             quote,
             turn.disposition.is_direct_call,
             shape.media,
+            _origin(turn),
         )
         report = await self._deps.delivery.deliver(reply)
         payload = {"bubbles": list(reply.texts), "outbox_ids": list(report.queued), "quote": quote}
@@ -209,15 +210,17 @@ class AgentTurnHandler:
     async def _react(self, turn: Turn, prepared: PreparedTurn, decision: ReactDecision) -> None:
         line = prepared.line(decision.message_id)
         assert line is not None  # validated against the frame, which holds only batch lines
-        payload = {"message_id": line.platform_message_id, "emoji": decision.reaction}
-        await self._queue_action(turn, "react", payload)
+        await self._queue_action(turn, Reaction(line.platform_message_id, decision.reaction))
 
     async def _poke(self, turn: Turn, decision: PokeDecision) -> None:
-        await self._queue_action(turn, "poke", {"user_id": decision.user_id})
+        await self._queue_action(turn, Poke(decision.user_id))
 
-    async def _queue_action(self, turn: Turn, kind: str, payload: dict[str, Any]) -> None:
+    async def _queue_action(self, turn: Turn, action: ChatAction) -> None:
+        kind, payload = action.kind.value, action.to_payload()
         try:
-            ids = await self._deps.delivery.act(turn.turn_id, turn.stream_id, kind, payload)
+            ids = await self._deps.delivery.act(
+                turn.turn_id, turn.stream_id, action, origin=_origin(turn)
+            )
         except PayloadError as exc:  # a reaction to a poke's line, say: nothing to send
             logger.warning("turn {}: {} not queued: {}", turn.turn_id, kind, exc)
             self._event(turn, EventKind.ACTION_REFUSED, kind, {**payload, "error": str(exc)})
@@ -312,6 +315,10 @@ def _assembly_payload(prepared: PreparedTurn) -> dict[str, Any]:
     if prepared.preparations:
         payload["prepared"] = {name: dict(t) for name, t in prepared.preparations.items()}
     return payload
+
+
+def _origin(turn: Turn) -> Origin:
+    return Origin.PROACTIVE if turn.proactive else Origin.AGENT_REPLY
 
 
 def _action_name(outcome: AgentOutcome) -> str:

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import ChatAction, Origin, Poke, Reaction, action_of
 from pallas.core.inbound import MediaRef, Segment, SegmentKind, StreamKey
 from pallas.platform.onebot.outbound import (
     UnsendableSegmentError,
@@ -111,19 +112,25 @@ def test_rows_from_before_typed_payloads_are_read_as_text() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "payload", "why"),
+    ("action", "why"),
     [
-        ("poke", {"user_id": "abc"}, "a poke needs a user id"),
-        ("react", {"message_id": "1", "emoji": "不存在"}, "unknown reaction"),
-        ("react", {"message_id": "x", "emoji": "赞"}, "a reaction needs a message id"),
-        ("shout", {}, "unknown outbox action 'shout'"),
+        (Poke("abc"), "a poke needs a user id"),
+        (Reaction("1", "不存在"), "unknown reaction"),
+        (Reaction("x", "赞"), "a reaction needs a message id"),
     ],
 )
-def test_bad_actions_are_refused(kind: str, payload: dict[str, str], why: str) -> None:
+def test_bad_actions_are_refused(action: ChatAction, why: str) -> None:
     with pytest.raises(PayloadError, match=why):
-        check_action(kind, payload)
-    check_action("poke", {"user_id": "5"})
-    check_action("react", {"message_id": "-5", "emoji": "ok"})
+        check_action(action)
+    check_action(Poke("5"))
+    check_action(Reaction("-5", "ok"))
+
+
+def test_stored_actions_read_back_typed() -> None:
+    for action in (Poke("5"), Reaction("-5", "赞")):
+        assert action_of(action.kind, action.to_payload()) == action
+    with pytest.raises(ValueError, match="not a poke or a reaction"):
+        action_of("shout", {})
 
 
 def test_the_assets_folder_is_asked_for_real_files(tmp_path: Path) -> None:
@@ -190,15 +197,22 @@ async def test_a_typed_message_goes_out_with_its_segments(
         TEXT,
         media(SegmentKind.IMAGE, file="asset:ok.png"),
     )
-    [row] = await delivery.send(OutgoingMessage(5, sid, segments))
+    [row] = await delivery.send(OutgoingMessage(5, sid, segments, origin=Origin.RESPONDER))
     assert kit.dispatcher is not None
     kit.dispatcher.start()
     await drained(kit)
     assert isinstance(kit.outlet, SegmentOutlet) and kit.outlet.messages == [segments]
     async with kit.engine.connect() as conn:
-        query = select(OutboxItem.turn_id, OutboxItem.status, OutboxItem.direct, OutboxItem.payload)
+        query = select(
+            OutboxItem.turn_id,
+            OutboxItem.status,
+            OutboxItem.direct,
+            OutboxItem.payload,
+            OutboxItem.origin,
+        )
         stored = (await conn.execute(query.where(OutboxItem.id == row))).one()
     assert (stored.turn_id, stored.status, stored.direct) == (5, "sent", True)
+    assert stored.origin == "responder"
     assert stored.payload["text"] == "@甲看这个[媒体]"
 
 
@@ -207,20 +221,23 @@ async def test_a_bad_payload_writes_nothing(typed: tuple[Kit, OutboxDelivery]) -
     sid = await kit.stream_id("g1")
     gone = media(SegmentKind.IMAGE, file="asset:gone.png")
     with pytest.raises(PayloadError, match=r"missing asset 'gone\.png'"):
-        await delivery.send(OutgoingMessage(5, sid, (TEXT, gone)))
-    with pytest.raises(PayloadError, match="unknown outbox action"):
-        await delivery.act(5, sid, "shout", {})
+        await delivery.send(OutgoingMessage(5, sid, (TEXT, gone), origin=Origin.COMMAND))
+    with pytest.raises(PayloadError, match="a poke needs a user id"):
+        await delivery.act(5, sid, Poke("everyone"), origin=Origin.RESPONDER)
+    with pytest.raises(PayloadError, match="unknown reaction"):
+        await delivery.act(5, sid, Reaction("12", "shout"), origin=Origin.AGENT_REPLY)
     assert await rows(kit.engine) == 0
 
 
 async def test_the_same_key_is_queued_once(typed: tuple[Kit, OutboxDelivery]) -> None:
     kit, delivery = typed
     sid = await kit.stream_id("g1")
-    first = await delivery.send(OutgoingMessage(5, sid, (TEXT,), key="repeat:77"))
-    again = await delivery.send(OutgoingMessage(6, sid, (TEXT,), key="repeat:77"))
-    other = await delivery.send(OutgoingMessage(7, sid, (TEXT,), key="repeat:78"))
-    poke = await delivery.act(8, sid, "poke", {"user_id": "9"}, key="poke_back:1")
-    poke_again = await delivery.act(9, sid, "poke", {"user_id": "9"}, key="poke_back:1")
+    said = Origin.RESPONDER
+    first = await delivery.send(OutgoingMessage(5, sid, (TEXT,), key="repeat:77", origin=said))
+    again = await delivery.send(OutgoingMessage(6, sid, (TEXT,), key="repeat:77", origin=said))
+    other = await delivery.send(OutgoingMessage(7, sid, (TEXT,), key="repeat:78", origin=said))
+    poke = await delivery.act(8, sid, Poke("9"), origin=said, key="poke_back:1")
+    poke_again = await delivery.act(9, sid, Poke("9"), origin=said, key="poke_back:1")
     assert first == again and other != first and poke == poke_again
     assert await rows(kit.engine) == 3
     assert await kit.store.open_pokes(sid) == [("9", T0)]
