@@ -70,11 +70,6 @@ MESSAGES = [
 ]
 UPSTREAM = "bench-model"
 TARGET_RATIO = 1.05
-# The call log batches what arrives within 50 ms into one write. Waiting for its queue to drain
-# at the end of a block would then time that deliberate wait, not work; with 0 each record is
-# written as soon as it is queued, which is also what real traffic (calls hundreds of ms apart)
-# gets in the bot, so the block pays for every record's write and nothing else.
-CALL_LOG_LINGER_S = 0.0
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
@@ -262,9 +257,7 @@ async def open_rig(base_url: str, workdir: Path, main_log: bool, bookkeeping: bo
     await upgrade_to_head(engine)
     usage = LlmUsageWriter(engine)
     usage.start()
-    call_log = CallLog(
-        workdir / "logs" / "llm", started_at=datetime.now(UTC), linger_s=CALL_LOG_LINGER_S
-    )
+    call_log = CallLog(workdir / "logs" / "llm", started_at=datetime.now(UTC))
     call_log.open()
     deps = ManagerDeps(usage=usage.record, call_log=call_log) if bookkeeping else ManagerDeps()
     manager = ModelManager(build_catalog(base_url), deps)

@@ -1,245 +1,66 @@
-"""The model call log: every model input and output, in its own files, off the event loop.
+"""The model call log: every model input and output in files of their own, on loguru.
 
-Model traffic is large and private, so it never goes into the main log (which only gets
-`summary_line`). Each process start writes `<dir>/llm-<YYYYmmdd-HHMMSS>[-N].log`; a file
-that would grow past `max_bytes` is shifted to `.1.log`, `.2.log`, … (at most `max_pieces`
-kept), and only the newest `keep_starts` starts survive, so disk use stays bounded.
+Each process start writes `<dir>/llm-<YYYYmmdd-HHMMSS>[-N].log` (UTC; `-N` when another start
+took the name). A loguru file sink rotates it by size and by day (a rotated piece is named
+by loguru, `llm-<stamp>.<its creation time>.log`), keeps at most `max_pieces` pieces, and
+reopens the file when something removed or replaced it. At start-up only the newest
+`keep_starts` starts are kept; `prune_older_than` drops files by age (docs/retention.md).
 
-`write` only renders the record (cheap: every text part is capped, images and audio are
-reduced to their length) and hands it to a daemon thread; the disk is touched only there.
+The sink lives on a loguru logger of its own, so no other sink (NoneBot's console, the main
+log file) can ever see a prompt. `write` renders the record on the caller (cheap: every part
+is capped, media reduced to their length) and one daemon thread hands it to the sink: the
+disk is touched only there. A disk error is reported once per streak in the main log, with
+no record in it; loguru's own error report would print the record, so the sink raises to us.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import queue
 import re
 import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 from loguru import logger
+from loguru._logger import Core, Logger
 
-from pallas.core.text import excerpt
+from pallas.providers.call_record import CallRecord, as_utc, render_record
 
 STAMP_FORMAT = "%Y%m%d-%H%M%S"
-# llm-<stamp>[-<clash>][.<piece>].log; anything else in the directory is not ours.
-FILE_PATTERN = re.compile(r"llm-(\d{8}-\d{6})(?:-(\d+))?(?:\.(\d+))?\.log")
-RECORD_END = "===== end =====\n"
-HEADER_CHARS = 300  # one-line header values (names, ids, URLs)
-UNKNOWN = "?"
+# llm-<stamp>[-<clash>][.<piece>].log: a piece is loguru's `<date>_<time>_<µs>` (or a
+# number, from before the call log was on loguru). Anything else is not ours.
+FILE_PATTERN = re.compile(r"llm-(\d{8}-\d{6})(?:-(\d+))?(?:\.[\d_.-]+)?\.log")
 
 StartKey = tuple[str, int]  # (stamp, clash suffix; 0 when there is none)
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    started_at: datetime  # aware UTC
-    model: str  # registered name, e.g. "deepseek/chat"
-    upstream_model: str  # the provider's model id
-    model_type: str  # "chat", "embedding", ...
-    purpose: str  # "decision", "reply", "embedding", ...
-    outcome: str  # "ok" or an error kind such as "timeout", "rate_limited", ...
-    duration_ms: float
-    input_messages: Sequence[Mapping[str, Any]] = ()  # chat input
-    input_texts: Sequence[str] = ()  # embedding input
-    tool_names: Sequence[str] = ()
-    output_text: str = ""
-    output_tool_calls: Sequence[tuple[str, str]] = ()  # (name, raw arguments)
-    output_vectors: tuple[int, int] | None = None  # (count, dimension)
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None
-    usage_estimated: bool = False
-    cost: float | None = None
-    error: str = ""
-    stream_key: str = ""  # e.g. "group:123" for context, may be empty
-    attempt: int = 1  # which attempt of a failover sequence
+def own_logger() -> Logger:
+    """A loguru logger with no sink but the ones added to it, made the way loguru makes its
+    global one (its documented deepcopy recipe fails once NoneBot added its console sink)."""
+    return Logger(core=Core(), exception=None, depth=0, record=False, lazy=False, colors=False,
+                  raw=False, capture=True, patchers=[], extra={})  # fmt: skip
 
 
-# ---------------------------------------------------------------------------- rendering
+def utc_today() -> date:
+    return datetime.now(UTC).date()
 
 
-def cut(text: str, limit: int) -> str:
-    """`text` bounded to `limit` chars, the marker included, when it is longer."""
-    if len(text) <= limit:
-        return text
-    marker = f"…[cut: {len(text)} chars in total]"
-    return text[: max(0, limit - len(marker))] + marker
+class SizeOrDay:
+    """loguru's rotation rule: rotate before a message that would take the file past
+    `max_bytes`, and at the first message of a new UTC day."""
 
+    def __init__(self, max_bytes: int, today: Callable[[], date] = utc_today) -> None:
+        self._max_bytes = max_bytes
+        self._today = today
+        self._day: date | None = None
 
-def _utc(moment: datetime) -> datetime:
-    # A naive time is taken as UTC rather than as local time.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _one_line(value: object) -> str:
-    return excerpt(str(value), HEADER_CHARS)
-
-
-def _count(value: int | None) -> str:
-    return UNKNOWN if value is None else str(value)
-
-
-def _tokens(record: CallRecord) -> str:
-    text = (
-        f"in={_count(record.prompt_tokens)} out={_count(record.completion_tokens)} "
-        f"cache_hit={_count(record.cached_tokens)}"
-    )
-    return f"{text} (estimated)" if record.usage_estimated else text
-
-
-def _image(part: Mapping[str, Any]) -> str:
-    image = part.get("image_url")
-    url = image.get("url", "") if isinstance(image, Mapping) else image
-    url = url if isinstance(url, str) else ""
-    if url.startswith("data:"):
-        return f"[image_url: data URL, {len(url)} chars]"
-    if url.startswith(("http://", "https://")):
-        return f"[image_url: {cut(' '.join(url.split()), HEADER_CHARS)}]"
-    # Anything else may be bare base64: its length only.
-    return f"[image_url: {len(url)} chars]"
-
-
-def _audio(part: Mapping[str, Any]) -> str:
-    audio = part.get("input_audio")
-    audio = audio if isinstance(audio, Mapping) else {}
-    data = audio.get("data")
-    size = len(data) if isinstance(data, str) else 0
-    kind = excerpt(str(audio.get("format", UNKNOWN)), 20)
-    return f"[input_audio {kind}: {size} chars]"
-
-
-def _part(part: object, max_part_chars: int) -> str:
-    if isinstance(part, str):
-        return cut(part, max_part_chars)
-    if not isinstance(part, Mapping):
-        return f"[{type(part).__name__} part: {len(str(part))} chars]"
-    kind = part.get("type")
-    if kind in ("text", "refusal") and isinstance(part.get(kind), str):
-        return cut(part[kind], max_part_chars)
-    if kind == "image_url":
-        return _image(part)
-    if kind == "input_audio":
-        return _audio(part)
-    # Unknown parts (files, future media) may carry base64: never their contents.
-    return f"[{excerpt(str(kind), 40)} part: {len(str(part))} chars]"
-
-
-def _content(content: object, max_part_chars: int) -> list[str]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [cut(content, max_part_chars)]
-    if isinstance(content, list | tuple):
-        return [_part(part, max_part_chars) for part in content]
-    return [f"[{type(content).__name__} content: {len(str(content))} chars]"]
-
-
-def _message_tool_calls(calls: object, max_part_chars: int) -> list[str]:
-    lines = []
-    for item in calls if isinstance(calls, list | tuple) else ():
-        call = item if isinstance(item, Mapping) else {}
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
-        name = _one_line(function.get("name", UNKNOWN))
-        arguments = cut(str(function.get("arguments", "")), max_part_chars)
-        lines.append(f"[tool_call {_one_line(call.get('id', UNKNOWN))}] {name}: {arguments}")
-    return lines
-
-
-def _message(message: object, max_part_chars: int) -> list[str]:
-    if not isinstance(message, Mapping):
-        # Not the wire shape we know: its size only, as it may carry media.
-        return [f"[{type(message).__name__} message: {len(str(message))} chars]"]
-    head = _one_line(message.get("role", UNKNOWN))
-    if message.get("name"):
-        head += f" name={_one_line(message['name'])}"
-    if message.get("tool_call_id"):
-        head += f" tool_call_id={_one_line(message['tool_call_id'])}"
-    return [
-        f"[{head}]",
-        *_content(message.get("content"), max_part_chars),
-        *_message_tool_calls(message.get("tool_calls"), max_part_chars),
-    ]
-
-
-def _input(record: CallRecord, max_part_chars: int) -> list[str]:
-    lines = []
-    if record.tool_names:
-        tools = ", ".join(_one_line(name) for name in record.tool_names)
-        lines.append(f"tools: {cut(tools, max_part_chars)}")
-    for message in record.input_messages:
-        lines += _message(message, max_part_chars)
-    for number, text in enumerate(record.input_texts, start=1):
-        lines += [f"[text {number}]", cut(text, max_part_chars)]
-    return lines or ["(none)"]
-
-
-def _output(record: CallRecord, max_part_chars: int) -> list[str]:
-    lines = [cut(record.output_text, max_part_chars)] if record.output_text else []
-    for name, arguments in record.output_tool_calls:
-        lines.append(f"[tool_call] {_one_line(name)}: {cut(arguments, max_part_chars)}")
-    if record.output_vectors is not None:
-        count, dimension = record.output_vectors
-        lines.append(f"[vectors: count={count} dimension={dimension}]")
-    return lines or ["(none)"]
-
-
-def _header(record: CallRecord) -> list[str]:
-    lines = [
-        f"===== {_utc(record.started_at).isoformat(timespec='milliseconds')} =====",
-        f"model: {_one_line(record.model)} (upstream {_one_line(record.upstream_model)})",
-        f"type: {_one_line(record.model_type)}",
-        f"purpose: {_one_line(record.purpose)}",
-        f"outcome: {_one_line(record.outcome)}",
-        f"attempt: {record.attempt}",
-        f"duration_ms: {record.duration_ms:.0f}",
-        f"tokens: {_tokens(record)}",
-        f"cost: {UNKNOWN if record.cost is None else f'{record.cost:.6f}'}",
-    ]
-    if record.stream_key:
-        lines.append(f"stream: {_one_line(record.stream_key)}")
-    return lines
-
-
-def render_record(
-    record: CallRecord, *, max_part_chars: int = 100_000, max_record_chars: int = 500_000
-) -> str:
-    """The record's text block; pure, so it is cheap to test and safe to call anywhere."""
-    lines = _header(record)
-    if record.error:
-        lines += ["--- error ---", cut(record.error, max_part_chars)]
-    lines += ["--- input ---", *_input(record, max_part_chars)]
-    lines += ["--- output ---", *_output(record, max_part_chars)]
-    body = "\n".join(lines) + "\n"
-    # The end line always survives the cut, so the file stays readable record by record.
-    if len(body) + len(RECORD_END) > max_record_chars:
-        body = cut(body, max(0, max_record_chars - len(RECORD_END) - 1)) + "\n"
-    return body + RECORD_END
-
-
-def summary_line(record: CallRecord) -> str:
-    """The main log's line for one call: figures only, never message contents."""
-    text = (
-        f"model call {_one_line(record.model)} purpose={_one_line(record.purpose)} "
-        f"outcome={_one_line(record.outcome)} attempt={record.attempt} "
-        f"{record.duration_ms:.0f}ms tokens {_tokens(record)}"
-    )
-    if record.cost is not None:
-        text += f" cost={record.cost:.6f}"
-    if record.stream_key:
-        text += f" stream={_one_line(record.stream_key)}"
-    return text
-
-
-# ------------------------------------------------------------------------------- files
+    def __call__(self, message: str, file: TextIO) -> bool:
+        today = self._today()
+        new_day, self._day = self._day is not None and today != self._day, today
+        size = file.seek(0, 2)
+        return size > 0 and (new_day or size + len(message.encode()) > self._max_bytes)
 
 
 def _start_key(path: Path) -> StartKey | None:
@@ -257,10 +78,9 @@ def _our_files(directory: Path) -> dict[StartKey, list[Path]]:
     return starts
 
 
-def _free_key(stamp: str, taken: Iterable[StartKey]) -> StartKey:
-    used = set(taken)
+def _free_key(stamp: str, taken: dict[StartKey, list[Path]]) -> StartKey:
     clash = 0
-    while (stamp, clash) in used:
+    while (stamp, clash) in taken:
         clash += 1
     return stamp, clash
 
@@ -270,61 +90,8 @@ def _base_name(key: StartKey) -> str:
     return f"llm-{stamp}" if clash == 0 else f"llm-{stamp}-{clash}"
 
 
-class _AppendFile:
-    """The current file, kept open between batches (writer thread only).
-
-    Checked by name before each batch (one stat): a removed or replaced file is noticed and
-    reopened, not written into the void; the directory is recreated if it went away.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.path: Path | None = None
-        self._directory = directory
-        self._raw: io.FileIO | None = None
-        self._identity: tuple[int, int] = (0, 0)  # (device, inode) of the open file
-
-    def size_by_name(self) -> int:
-        """The current size of the file at `path`, (re)opening it when it is not ours."""
-        assert self.path is not None
-        try:
-            found = os.stat(self.path)
-        except FileNotFoundError:
-            found = None
-        if found is None or self._raw is None or (found.st_dev, found.st_ino) != self._identity:
-            return self._reopen()
-        return found.st_size
-
-    def write(self, data: bytes) -> None:
-        assert self._raw is not None
-        view = memoryview(data)
-        while view:  # a raw write may be short
-            written = self._raw.write(view)
-            if not written:
-                raise OSError(f"cannot append to {self.path}")
-            view = view[written:]
-
-    def close(self) -> None:
-        raw, self._raw = self._raw, None
-        if raw is not None:
-            with contextlib.suppress(OSError):  # unbuffered: nothing can be lost here
-                raw.close()
-
-    def _reopen(self) -> int:
-        assert self.path is not None
-        self.close()
-        self._directory.mkdir(parents=True, exist_ok=True)
-        self._raw = io.FileIO(self.path, "a")
-        found = os.fstat(self._raw.fileno())
-        self._identity = (found.st_dev, found.st_ino)
-        return found.st_size
-
-
-class _Stop:
-    """Queue sentinel: the writer thread ends."""
-
-
 class CallLog:
-    """Model calls to rotating files, written by one daemon thread."""
+    """Model calls to rotating files, written by one daemon thread through loguru."""
 
     def __init__(
         self,
@@ -336,19 +103,15 @@ class CallLog:
         keep_starts: int = 3,
         max_part_chars: int = 100_000,
         max_record_chars: int = 500_000,
-        linger_s: float = 0.05,
     ) -> None:
-        self._linger_s = linger_s
         self._directory = Path(directory)
-        self._started_at = _utc(started_at)
-        self._max_bytes = max_bytes
-        self._max_pieces = max_pieces
+        self._started_at = as_utc(started_at)
+        self._sink = {"rotation": SizeOrDay(max_bytes), "retention": max_pieces}
         self._keep_starts = keep_starts
-        self._max_part_chars = max_part_chars
-        self._max_record_chars = max_record_chars
+        self._limits = {"max_part_chars": max_part_chars, "max_record_chars": max_record_chars}
         self._path: Path | None = None
-        self._file = _AppendFile(self._directory)
-        self._queue: queue.SimpleQueue[bytes | threading.Event | _Stop] = queue.SimpleQueue()
+        self._logger = own_logger()
+        self._queue: queue.SimpleQueue[str | threading.Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # makes open/close and enqueueing agree
         self._closed = False
@@ -359,34 +122,32 @@ class CallLog:
         return self._path
 
     def open(self) -> Path:
-        """Create the directory, choose this start's file, prune old starts, start writing.
-
-        Never raises for a disk problem: it is reported and writes keep retrying.
-        """
+        """Choose this start's file, prune old starts, start writing. Never raises for a
+        disk problem: it is reported and writes keep retrying."""
         with self._lock:
             if self._path is not None:
                 return self._path
             self._path = self._prepare()
-            self._file.path = self._path
-            if self._closed:  # closed before it was opened: nothing will be written
-                return self._path
-            self._thread = threading.Thread(
-                target=self._run, name="pallas-llm-call-log", daemon=True
-            )
-            self._thread.start()
+            if not self._closed:  # closed before it was opened: nothing will be written
+                self._thread = threading.Thread(
+                    target=self._run, name="pallas-llm-call-log", daemon=True
+                )
+                self._thread.start()
             return self._path
 
     def write(self, record: CallRecord) -> None:
-        """Render and queue; dropped silently before `open` and after `close`.
-
-        Rendered here, not on the writer thread: the record is still warm in the cache, and
-        the text cannot change when the caller appends to its message list for the next round.
-        """
+        """Render and queue; dropped silently before `open` and after `close`. Rendered
+        here: the caller may append to its message list for the next round."""
         if self._thread is None or self._closed:
             return
-        text = self._render(record)
-        if text:
-            self._enqueue(text)
+        try:
+            text = render_record(record, **self._limits)
+        except Exception as exc:  # a malformed record must not reach the caller
+            logger.warning("LLM call log: cannot render a {} call: {!r}", record.model, exc)
+            return
+        with self._lock:
+            if not self._closed:
+                self._queue.put(text)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Block until everything written so far is on disk (or `timeout` passes)."""
@@ -404,7 +165,7 @@ class CallLog:
                 return
             self._closed = True
             thread = self._thread
-            self._queue.put(_Stop())
+            self._queue.put(None)
         if thread is not None:
             thread.join(timeout=10.0)
 
@@ -415,8 +176,7 @@ class CallLog:
             starts = _our_files(self._directory)
         except OSError:  # no directory yet: nothing to prune
             return 0
-        deadline = _utc(cutoff).timestamp()
-        deleted = 0
+        deadline, deleted = as_utc(cutoff).timestamp(), 0
         for path in (p for paths in starts.values() for p in paths):
             try:
                 if path != self._path and path.stat().st_mtime < deadline:
@@ -425,11 +185,6 @@ class CallLog:
             except OSError as exc:
                 logger.warning("LLM call log: cannot delete old {}: {!r}", path.name, exc)
         return deleted
-
-    def _enqueue(self, text: bytes) -> None:
-        with self._lock:
-            if not self._closed:
-                self._queue.put(text)
 
     # -- start-up (the caller's thread, once) --------------------------------------
 
@@ -463,84 +218,39 @@ class CallLog:
     # -- the writer thread ---------------------------------------------------------
 
     def _run(self) -> None:
+        sink: int | None = None
         while True:
-            items = [self._queue.get()]
-            # A burst of calls becomes one write: fewer syscalls, less GIL traffic with the loop.
-            if self._linger_s > 0:  # sleep(0) would only hand the GIL back and forth
-                time.sleep(self._linger_s)
-            while not self._queue.empty():  # the only consumer: get_nowait cannot fail
-                items.append(self._queue.get_nowait())
-            if not self._handle(items):
-                return
-
-    def _handle(self, items: list[bytes | threading.Event | _Stop]) -> bool:
-        """Write the texts in order; settle flush events after what precedes them."""
-        texts: list[bytes] = []
-        for item in items:
-            if isinstance(item, bytes):
-                texts.append(item)
+            item = self._queue.get()
+            if isinstance(item, threading.Event):
+                item.set()  # everything before it went through the line-buffered sink
                 continue
-            self._write(texts)
-            texts = []
-            if isinstance(item, _Stop):
-                self._file.close()
-                return False
-            item.set()
-        self._write(texts)
-        return True
+            if item is None:
+                break
+            sink = self._write(item, sink)
+        if sink is not None:
+            try:
+                self._logger.remove(sink)  # flushes and closes the file
+            except Exception as exc:  # the file's folder went away: nothing left to close
+                self._report(exc)
 
-    def _render(self, record: CallRecord) -> bytes:
+    def _write(self, text: str, sink: int | None) -> int | None:
+        """Write through the sink, adding it first if it is not there (a failed start)."""
         try:
-            text = render_record(
-                record,
-                max_part_chars=self._max_part_chars,
-                max_record_chars=self._max_record_chars,
-            )
-        except Exception as exc:  # a malformed record must not reach the caller
-            logger.warning("LLM call log: cannot render a {} call: {!r}", record.model, exc)
-            return b""
-        return text.encode("utf-8", errors="replace")
-
-    def _write(self, texts: list[bytes]) -> None:
-        if not texts:
-            return
-        try:
-            self._append(texts)
+            if sink is None:
+                sink = self._add_sink()
+            self._logger.opt(raw=True).info(text)
         except Exception as exc:  # the thread must outlive any one failure
-            self._file.close()  # reopened by name on the next batch
             self._report(exc)
-        else:
-            self._recovered()
+            return sink
+        self._recovered()
+        return sink
 
-    def _append(self, texts: list[bytes]) -> None:
-        size = self._file.size_by_name()
-        batch: list[bytes] = []
-        for data in texts:
-            if size > 0 and size + len(data) > self._max_bytes:
-                self._file.write(b"".join(batch))
-                batch = []
-                self._file.close()
-                self._rotate()
-                size = self._file.size_by_name()
-            batch.append(data)
-            size += len(data)
-        self._file.write(b"".join(batch))
-
-    def _piece(self, number: int) -> Path:
+    def _add_sink(self) -> int:
         assert self._path is not None
-        return self._path.with_name(f"{self._path.stem}.{number}.log")
-
-    def _rotate(self) -> None:
-        """current -> .1, .1 -> .2, …; the piece beyond `max_pieces` is dropped."""
-        assert self._path is not None
-        if self._max_pieces <= 0:
-            self._path.unlink()
-            return
-        self._piece(self._max_pieces).unlink(missing_ok=True)
-        for number in range(self._max_pieces - 1, 0, -1):
-            if self._piece(number).exists():
-                self._piece(number).replace(self._piece(number + 1))
-        self._path.replace(self._piece(1))
+        return self._logger.add(
+            self._path, format="{message}", watch=True, catch=False, encoding="utf-8",
+            **self._sink,  # type: ignore[arg-type]
+        )  # fmt: skip
 
     def _report(self, exc: BaseException) -> None:
         # Once per failure streak: a full disk must not flood the main log.

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 from loguru import logger
 from openai import AsyncOpenAI
 
-from pallas.providers.call_log import CallLog, CallRecord, summary_line
+from pallas.providers.call_log import CallLog
+from pallas.providers.call_record import CallRecord, summary_line
 from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
 from pallas.providers.errors import AttemptFailure, NoModelError
 from pallas.providers.estimate import estimate_tokens, message_tokens

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from pallas.providers.call_log import CallLog, CallRecord, render_record, summary_line
+from pallas.providers.call_log import FILE_PATTERN, CallLog, SizeOrDay
+from pallas.providers.call_record import CallRecord, render_record, summary_line
 
 START = datetime(2026, 11, 30, 17, 21, 0, tzinfo=UTC)
 RECORD = CallRecord(
@@ -91,40 +93,62 @@ def test_path_is_none_until_opened_and_open_is_idempotent(make_log: MakeLog) -> 
 # ---------------------------------------------------------------------------- rotation
 
 
-def test_rotation_shifts_pieces_and_keeps_at_most_max_pieces(make_log: MakeLog) -> None:
+def pieces_of(current: Path) -> list[Path]:
+    """The rotated pieces of a start, oldest first (by the records they hold)."""
+    found = current.parent.glob(f"{current.stem}.*.log")
+    return sorted(found, key=lambda path: numbers_in(path)[0])
+
+
+def test_rotation_by_size_keeps_at_most_max_pieces_of_whole_records(make_log: MakeLog) -> None:
     log = make_log(max_bytes=2_000, max_pieces=3)
     current = log.open()
-    piece = {n: current.with_name(f"llm-20261130-172100.{n}.log") for n in range(1, 5)}
 
     number = 0
-    seen_first: str | None = None
-    while not piece[2].exists():
+    while len(pieces_of(current)) < 2:
         assert number < 50, "no second rotation"
         number += 1
         log.write(numbered(number))
         log.flush()
-        if piece[1].exists() and seen_first is None:
-            seen_first = piece[1].read_text(encoding="utf-8")
-    # The first rotated piece moved on to .2 untouched when the second rotation came.
-    assert piece[2].read_text(encoding="utf-8") == seen_first
-    assert numbers_in(piece[2])[0] == 1
+    first = pieces_of(current)[0]
+    # A rotated piece is never touched again: the next rotation starts a new one.
+    assert numbers_in(first)[0] == 1
+    seen_first = first.read_text(encoding="utf-8")
+    log.write(numbered(number := number + 1))
+    log.flush()
+    assert first.read_text(encoding="utf-8") == seen_first
 
     for _ in range(30):
         number += 1
         log.write(numbered(number))
     log.flush()
 
-    files = sorted(p.name for p in current.parent.iterdir())
-    assert files == sorted([current.name, piece[1].name, piece[2].name, piece[3].name])
-    ordered = [*numbers_in(piece[3]), *numbers_in(piece[2])]
-    ordered += [*numbers_in(piece[1]), *numbers_in(current)]
+    pieces = pieces_of(current)
+    assert len(pieces) == 3
+    assert {p.name for p in current.parent.iterdir()} == {current.name, *(p.name for p in pieces)}
+    assert all(FILE_PATTERN.fullmatch(p.name) for p in pieces)
+    ordered = [n for path in [*pieces, current] for n in numbers_in(path)]
     # Oldest records were dropped; what remains is the unbroken, newest run.
     assert ordered == list(range(ordered[0], number + 1))
     assert ordered[0] > 1
-    for path in [current, piece[1], piece[2], piece[3]]:
+    for path in [current, *pieces]:
         text = path.read_text(encoding="utf-8")
         assert path.stat().st_size <= 2_000
         assert text.count("\n===== end =====\n") == text.count("===== 2026-")
+
+
+def test_a_new_utc_day_starts_a_new_piece() -> None:
+    first, second = START.date(), START.date() + timedelta(days=1)
+    days = iter([first, first, second, second])
+    rotation = SizeOrDay(max_bytes=1_000_000, today=lambda: next(days))
+    file = io.StringIO()
+    assert not rotation("first\n", file)  # an empty file is never rotated
+    file.write("first\n")
+    assert not rotation("second\n", file)
+    assert rotation("third\n", file)  # the first message of the next day
+    assert not rotation("fourth\n", file)
+    assert not SizeOrDay(max_bytes=10)("longer than ten bytes\n", io.StringIO())
+    file = io.StringIO("x" * 8)
+    assert SizeOrDay(max_bytes=10)("abc", file)
 
 
 # --------------------------------------------------------------------------- retention
@@ -485,3 +509,25 @@ def test_files_last_written_before_the_cutoff_go_but_never_the_current_one(
 
 def test_pruning_a_log_never_opened_finds_nothing(make_log: MakeLog) -> None:
     assert make_log().prune_older_than(START) == 0
+
+
+def test_no_other_sink_sees_a_record_not_even_when_the_disk_fails(
+    make_log: MakeLog, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+    everything = logger.add(lambda m: seen.append(str(m)), level=0, format="{message} {extra}")
+    try:
+        log = make_log()
+        path = log.open()
+        log.write(numbered(1))
+        log.flush()
+        path.unlink()
+        (tmp_path / "llm").rmdir()
+        (tmp_path / "llm").write_text("not a directory", encoding="utf-8")
+        log.write(numbered(2))
+        log.flush()
+    finally:
+        logger.remove(everything)
+    printed = capsys.readouterr()
+    assert len(seen) == 1 and "cannot write" in seen[0]  # the one report, and nothing else
+    assert not any("<r0" in text for text in [*seen, printed.out, printed.err])
