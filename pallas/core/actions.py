@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class Poke:
     """Poke someone in the chat."""
 
     user_id: str
-    kind: OutboxKind = field(default=OutboxKind.POKE, init=False)
+    kind: ClassVar[OutboxKind] = OutboxKind.POKE
 
     def to_payload(self) -> dict[str, str]:
         return {"user_id": self.user_id}
@@ -115,7 +116,7 @@ class Reaction:
 
     message_id: str  # the platform's id of the message
     emoji: str  # a name in REACTIONS
-    kind: OutboxKind = field(default=OutboxKind.REACT, init=False)
+    kind: ClassVar[OutboxKind] = OutboxKind.REACT
 
     def to_payload(self) -> dict[str, str]:
         return {"message_id": self.message_id, "emoji": self.emoji}

@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pallas.core.actions import Origin
+
 
 class StreamKind(StrEnum):
     GROUP = "group"
@@ -123,8 +125,8 @@ class InboundMessage:
     stream_name: str = ""  # the group's name as the platform reported it with this message
     # A private chat opened through a group (temporary chat): that group, needed to reply.
     via_group: str | None = None
-    # The bot's own message: which part of the bot sent it (an Origin), when known.
-    origin: str | None = None
+    # The bot's own message: which part of the bot sent it, when known.
+    origin: Origin | None = None
 
     @property
     def mentions_me(self) -> bool:

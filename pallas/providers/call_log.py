@@ -60,7 +60,14 @@ class SizeOrDay:
         today = self._today()
         new_day, self._day = self._day is not None and today != self._day, today
         size = file.seek(0, 2)
-        return size > 0 and (new_day or size + len(message.encode()) > self._max_bytes)
+        grown = size + len(message.encode("utf-8", "replace"))
+        return size > 0 and (new_day or grown > self._max_bytes)
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__} ({exc.strerror or exc.errno})"
+    return type(exc).__name__
 
 
 def _start_key(path: Path) -> StartKey | None:
@@ -177,9 +184,11 @@ class CallLog:
         except OSError:  # no directory yet: nothing to prune
             return 0
         deadline, deleted = as_utc(cutoff).timestamp(), 0
-        for path in (p for paths in starts.values() for p in paths):
+        # This start's pieces are the sink's to keep or drop (it counts them as it rotates).
+        own = _start_key(self._path) if self._path is not None else None
+        for path in (p for key, paths in starts.items() if key != own for p in paths):
             try:
-                if path != self._path and path.stat().st_mtime < deadline:
+                if path.stat().st_mtime < deadline:
                     path.unlink()
                     deleted += 1
             except OSError as exc:
@@ -247,19 +256,22 @@ class CallLog:
 
     def _add_sink(self) -> int:
         assert self._path is not None
+        # A lone surrogate (a broken emoji escape a model or a member sent) is written escaped:
+        # it must neither lose the record nor put its text in an error.
         return self._logger.add(
             self._path, format="{message}", watch=True, catch=False, encoding="utf-8",
-            **self._sink,  # type: ignore[arg-type]
+            errors="backslashreplace", **self._sink,  # type: ignore[arg-type]
         )  # fmt: skip
 
     def _report(self, exc: BaseException) -> None:
-        # Once per failure streak: a full disk must not flood the main log.
+        # Once per failure streak: a full disk must not flood the main log. The kind and the
+        # OS's words only: some errors (an encoding error) carry the record's text.
         if not self._failing:
             self._failing = True
             logger.warning(
-                "LLM call log: cannot write to {}: {!r}; will keep trying",
+                "LLM call log: cannot write to {}: {}; will keep trying",
                 self._path or self._directory,
-                exc,
+                _cause(exc),
             )
 
     def _recovered(self) -> None:

@@ -21,10 +21,11 @@ from sqlalchemy import and_, bindparam, func, insert, literal_column, select, up
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import aliased
 
-from pallas.core.actions import CONVERSATIONAL, Origin, OutboxKind
+from pallas.core.actions import Origin, OutboxKind
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.database import Database
 from pallas.store.models import Message, OutboxItem, Reply, Stream
+from pallas.store.origins import spoken
 
 MAX_ERROR_CHARS = 300
 
@@ -165,7 +166,7 @@ class OutboxStore:
                 OutboxItem.stream_id == stream_id,
                 OutboxItem.status.in_(OPEN),
                 OutboxItem.kind == OutboxKind.MESSAGE.value,
-                OutboxItem.origin.in_([origin.value for origin in CONVERSATIONAL]),
+                spoken(OutboxItem.origin),
             )
         )
         async with self._engine.connect() as conn:

@@ -499,11 +499,14 @@ def test_files_last_written_before_the_cutoff_go_but_never_the_current_one(
         os.utime(path, (stamp, stamp))
     log = make_log()
     current = log.open()
+    own_piece = current.with_name(f"{current.stem}.2026-10-01_00-00-00_000000.log")
+    own_piece.write_text("x", encoding="utf-8")
     stamp = (cutoff - timedelta(days=5)).timestamp()
-    os.utime(current, (stamp, stamp))  # a quiet run: its own file is old, and stays
+    for path in (current, own_piece):  # a quiet run: its own files are old, and stay
+        os.utime(path, (stamp, stamp))
     assert log.prune_older_than(cutoff) == 2
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [recent.name, other.name, current.name]
+        [recent.name, other.name, current.name, own_piece.name]
     )
 
 
@@ -531,3 +534,16 @@ def test_no_other_sink_sees_a_record_not_even_when_the_disk_fails(
     printed = capsys.readouterr()
     assert len(seen) == 1 and "cannot write" in seen[0]  # the one report, and nothing else
     assert not any("<r0" in text for text in [*seen, printed.out, printed.err])
+
+
+def test_a_lone_surrogate_is_written_escaped_and_never_reported(
+    make_log: MakeLog, warnings: list[str]
+) -> None:
+    log = make_log(max_bytes=2_000)
+    path = log.open()
+    log.write(replace(RECORD, output_text="半个表情\ud83d在这里"))
+    log.write(numbered(2))
+    log.flush()
+    text = path.read_text(encoding="utf-8")
+    assert "半个表情\\ud83d在这里" in text and numbers_in(path) == [2]
+    assert warnings == []

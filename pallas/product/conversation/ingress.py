@@ -14,6 +14,7 @@ from typing import Protocol
 
 from loguru import logger
 
+from pallas.core.actions import Origin
 from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, StreamKey
 from pallas.core.text import describe_inbound
 from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter
@@ -103,10 +104,10 @@ class IngressResult:
 
 
 # Which part of the bot the chat's message in flight comes from (the dispatcher's InFlight).
-OriginOf = Callable[[StreamKey], str | None]
+OriginOf = Callable[[StreamKey], Origin | None]
 
 
-def _no_origin(stream: StreamKey) -> str | None:
+def _no_origin(stream: StreamKey) -> Origin | None:
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import Origin
 from pallas.product.conversation.commands import CommandCall
 from pallas.store.audit_trail import MessagePath, TrailEvent, TurnTrace, explain, message_id_for
 
@@ -46,15 +47,15 @@ _STEP_NAMES = {
     "delivery_dropped": "让位给更新的回复",
     "delivery_recovered": "重启后核对发送",
 }
-# Which part of the bot an outbox row came from (core.actions.Origin), for the trail.
-ORIGIN_NAMES = {
-    "agent_reply": "聊天回复",
-    "proactive": "主动开口",
-    "command": "命令回答",
-    "responder": "固定回应",
-    "task": "定时任务",
-    "learned": "学来的话",
-    "notice": "给主人的通知",
+# Which part of the bot an outbox row came from, for the trail.
+ORIGIN_NAMES: dict[str, str] = {
+    Origin.AGENT_REPLY: "聊天回复",
+    Origin.PROACTIVE: "主动开口",
+    Origin.COMMAND: "命令回答",
+    Origin.RESPONDER: "固定回应",
+    Origin.TASK: "定时任务",
+    Origin.LEARNED: "学来的话",
+    Origin.NOTICE: "给主人的通知",
 }
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.persona.tables import BotMood, BotStyle, ChatSession
 from pallas.store.database import Database
 from pallas.store.models import Message, Stream
+from pallas.store.origins import spoken
 from pallas.store.sql import upsert
 
 
@@ -95,6 +96,7 @@ async def replies_with_answers(
         select(Message.id, Message.stream_id, Message.platform_message_id, Message.text)
         .join(Stream, Stream.id == Message.stream_id)
         .where(Stream.self_id == self_id, Message.from_bot.is_(True), Message.is_poke.is_(False))
+        .where(spoken(Message.origin))  # not a command's answer, a repeat, a welcome
         .order_by(Message.id.desc())
         .limit(limit)
     )

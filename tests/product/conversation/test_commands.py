@@ -10,13 +10,14 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import Origin
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.conversation.commands import CommandCall, CommandStage, parse_command
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.ingress import Ingress, IngressOutcome
 from pallas.product.conversation.stages import StageList
-from pallas.product.conversation.why import USAGE, WhyCommand, describe_path
+from pallas.product.conversation.why import ORIGIN_NAMES, USAGE, WhyCommand, describe_path
 from pallas.store.audit_trail import MessagePath, OutboxState, TrailEvent, TurnTrace
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import OutboxItem
@@ -182,3 +183,8 @@ def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
         "回合/动作 13：",
         "  发出 1/1 条（命令回答）",
     ]
+
+
+def test_every_origin_has_a_name_in_the_trail() -> None:
+    assert set(ORIGIN_NAMES) == set(Origin)
+    assert all(ORIGIN_NAMES.values())

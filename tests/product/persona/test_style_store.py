@@ -3,10 +3,12 @@ nightly fingerprint over real timeline rows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.actions import Origin
 from pallas.product.persona.own_style import learn_fingerprint
 from pallas.product.persona.style_store import (
     BotStyleStore,
@@ -49,12 +51,16 @@ async def test_the_fingerprint_learns_from_replies_that_landed(
         ("嗯", False, "bot-2"),  # quotes the bot's line: it landed
         ("不去啦", True, None),
         ("嗯嗯", False, None),
+        ("命令：/帮助 看看呗", True, None),  # a command's answer: not the bot's own voice
+        ("哈哈", False, None),
     ]
     for i, (text, from_bot, quote) in enumerate(lines):
         user = BOT_ID if from_bot else "42"
         pid = f"bot-{i}" if from_bot else None
         inbound = message(text, stream=chat, user_id=user, from_bot=from_bot, reply_to=quote,
                           platform_message_id=pid)  # fmt: skip
+        if text.startswith("命令"):
+            inbound = replace(inbound, origin=Origin.COMMAND)
         assert isinstance(await writer.write(inbound), MessageWritten)
     assert await accounts(engine) == [BOT_ID]
     rows = await replies_with_answers(engine, BOT_ID, limit=10, answers=1)

@@ -134,6 +134,7 @@ class OutboxDispatcher:
         """Confirm, resend or give up a row left `sending`; None while it must wait for the
         connection (the platform's history is the only witness left)."""
         now = self._clock()
+        self.in_flight.hold(row.stream, row.origin)  # the history's copy is stored as ours
         echo = await self._echo_of(row, row.updated_at)  # since the send began
         lookup: SentLookup | None = None  # not asked: an echo, or not a message
         if echo is None and row.kind == OutboxKind.MESSAGE:
@@ -149,12 +150,12 @@ class OutboxDispatcher:
         )
         found = echo or known.platform_message_id
         if action is Recovery.CONFIRMED:
-            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=found)
+            await self._settle(row, OutboxStatus.SENT, now, platform_message_id=found)
             await self._receipted(row)
         elif action is Recovery.RESEND:
             await self._store.mark(row.id, OutboxStatus.PENDING, now)
         else:
-            await self._store.mark(row.id, OutboxStatus.UNKNOWN, now)
+            await self._settle(row, OutboxStatus.UNKNOWN, now)
         detail = {"echo": echo, "history": _history_word(lookup)}
         self._event(row, EventKind.DELIVERY_RECOVERED, action.value, detail)
         return action
@@ -213,12 +214,14 @@ class OutboxDispatcher:
             return 0.0 if resolved is not None else IDLE_WAKE_S
         now = self._clock()
         if is_stale(row.created_at, now, self.policy):
-            await self._store.mark(row.id, OutboxStatus.EXPIRED, now)
+            await self._settle(row, OutboxStatus.EXPIRED, now)
             self._event(row, EventKind.DELIVERY_EXPIRED, row.kind, {"age_s": _age(row, now)})
             return 0.0
         not_yet = (row.not_before - now).total_seconds()
         if not_yet > 0:
             return not_yet
+        if row.attempts and await self._echoed_since_failure(row, now):
+            return 0.0
         if not await self._outlet.is_connected(row.stream.self_id):
             return IDLE_WAKE_S  # waits for the connection; no attempt is spent
         pause = float(row.payload.get("pause_s", 0.0))
@@ -233,6 +236,8 @@ class OutboxDispatcher:
         """Hand rows of different conversations to the platform together; `sending` is
         committed for all of them before the first call."""
         began = self._clock()
+        for row in rows:  # until settled: a late echo, or one before a retry, is still ours
+            self.in_flight.hold(row.stream, row.origin)
         await self._store.mark_sending([row.id for row in rows], began)
         outcomes = await asyncio.gather(*(self._attempt(row) for row in rows))
         now = self._clock()
@@ -240,6 +245,7 @@ class OutboxDispatcher:
         if confirmed:
             await self._store.mark_sent([(r.id, pid) for r, pid in confirmed], now)
         for row, platform_id in confirmed:
+            self.in_flight.release(row.stream)
             await self._receipted(row)
             self._gate.confirmed(row.stream_id, self._monotonic())
             payload = {"outbox_id": row.id, "platform_message_id": platform_id}
@@ -261,11 +267,24 @@ class OutboxDispatcher:
             logger.opt(exception=exc).error("outbox: sending row {} raised {!r}", row.id, exc)
         return None
 
+    async def _echoed_since_failure(self, row: OutboxRow, now: datetime) -> bool:
+        """A retry whose earlier attempt the platform reported during the backoff (its echo
+        came after the timeout): confirmed, not sent twice."""
+        # Since the failed attempt began: it began at most one send timeout before its mark.
+        since = row.updated_at - timedelta(seconds=self.policy.send_timeout_s)
+        echo = await self._echo_of(row, since)
+        if echo is None:
+            return False
+        await self._settle(row, OutboxStatus.SENT, now, platform_message_id=echo)
+        await self._receipted(row)
+        self._event(row, EventKind.DELIVERED, row.kind, {"platform_message_id": echo, "echo": True})
+        return True
+
     async def _failed(self, row: OutboxRow, began: datetime, now: datetime) -> None:
         # A lost receipt is not a lost message: if the platform reported it, it was sent.
         echo = await self._echo_of(row, began)
         if echo is not None:
-            await self._store.mark(row.id, OutboxStatus.SENT, now, platform_message_id=echo)
+            await self._settle(row, OutboxStatus.SENT, now, platform_message_id=echo)
             await self._receipted(row)
             self._event(
                 row, EventKind.DELIVERED, row.kind, {"platform_message_id": echo, "echo": True}
@@ -274,9 +293,7 @@ class OutboxDispatcher:
         attempts = row.attempts + 1
         error = "the platform did not confirm it"
         if attempts >= self.policy.max_attempts:
-            await self._store.mark(
-                row.id, OutboxStatus.FAILED, now, attempts=attempts, last_error=error
-            )
+            await self._settle(row, OutboxStatus.FAILED, now, attempts=attempts, last_error=error)
             self._event(row, EventKind.DELIVERY_FAILED, row.kind, {"attempts": attempts})
             return
         retry_at = now + timedelta(seconds=retry_delay(attempts, self.policy))
@@ -290,6 +307,13 @@ class OutboxDispatcher:
         )
         self._event(row, EventKind.DELIVERY_RETRY, row.kind, {"attempts": attempts})
 
+    async def _settle(
+        self, row: OutboxRow, status: OutboxStatus, now: datetime, **values: Any
+    ) -> None:
+        """A final state for the row: its chat has nothing in flight any more."""
+        await self._store.mark(row.id, status, now, **values)
+        self.in_flight.release(row.stream)
+
     async def _receipted(self, row: OutboxRow) -> None:
         for listener in self._receipt_listeners:
             try:
@@ -301,9 +325,8 @@ class OutboxDispatcher:
         """The platform's id for what was done, or None if it did not confirm."""
         payload = row.payload
         if row.kind == OutboxKind.MESSAGE:
-            with self.in_flight.sending(row.stream, Origin(row.origin)):
-                quote = payload.get("quote")
-                return await self._outlet.send(row.stream, segments_of(payload), quote=quote)
+            quote = payload.get("quote")
+            return await self._outlet.send(row.stream, segments_of(payload), quote=quote)
         action = action_of(row.kind, payload)
         if isinstance(action, Poke):
             poked = await self._outlet.poke(row.stream, action.user_id)

@@ -1,22 +1,22 @@
 """Which part of the bot each chat's message in flight comes from.
 
 The platform may report the bot's message (NapCat's echo) before the send's own record
-arrives; whichever comes first is what the timeline keeps. Both arrive while the dispatcher
-still waits on the send, and a chat sends one row at a time, so asking this book by chat
-gives the right origin to either (pallas/product/conversation/ingress.py asks it).
+arrives, late after a send that timed out, or only when the platform's history is asked after
+a crash; whichever copy is stored first is what the timeline keeps. A chat sends its rows
+strictly in order, so the dispatcher holds the origin of the row it began sending until that
+row is settled (sent, failed, unknown, expired), and the ingress asks this book by chat
+(pallas/product/conversation/ingress.py). A message typed by hand on the bot's account in
+that moment would take the row's origin: the price of a book with no text matching.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pallas.core.actions import Origin
 from pallas.core.inbound import StreamKey
 
 
 class InFlight:
-    """The origin of the row each chat is sending right now."""
+    """The origin of the row each chat began sending and has not settled yet."""
 
     def __init__(self) -> None:
         self._origins: dict[StreamKey, Origin] = {}
@@ -24,10 +24,8 @@ class InFlight:
     def origin_of(self, stream: StreamKey) -> Origin | None:
         return self._origins.get(stream)
 
-    @contextmanager
-    def sending(self, stream: StreamKey, origin: Origin) -> Iterator[None]:
-        self._origins[stream] = origin
-        try:
-            yield
-        finally:
-            self._origins.pop(stream, None)
+    def hold(self, stream: StreamKey, origin: str) -> None:
+        self._origins[stream] = Origin(origin)
+
+    def release(self, stream: StreamKey) -> None:
+        self._origins.pop(stream, None)

@@ -201,7 +201,7 @@ class AgentTurnHandler:
             quote,
             turn.disposition.is_direct_call,
             shape.media,
-            _origin(turn),
+            origin=_origin(turn),
         )
         report = await self._deps.delivery.deliver(reply)
         payload = {"bubbles": list(reply.texts), "outbox_ids": list(report.queued), "quote": quote}

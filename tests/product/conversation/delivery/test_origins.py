@@ -5,15 +5,16 @@ talk (docs/gating.md, the natural window)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from pallas.core.actions import Origin, counts_as_speaking
+from pallas.core.actions import Origin, Poke, counts_as_speaking
 from pallas.core.inbound import Segment, SegmentKind, StreamKey
-from pallas.platform.onebot.send import own_message
+from pallas.platform.onebot.send import own_message, own_poke
 from pallas.product.conversation.delivery.contract import OutgoingMessage
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery
 from pallas.product.conversation.gate.activity import Sighting, StreamActivity
@@ -22,9 +23,10 @@ from pallas.product.conversation.gate.facts import Asker, MessageFacts, gate_req
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.ingress import Ingress
 from pallas.store.models import Message
-from tests.product.conversation.delivery.test_outbox import Kit, Outlet, drained
+from tests.product.conversation.delivery.test_outbox import POLICY, Kit, Outlet, drained
 from tests.product.conversation.delivery.test_outbox import kit as kit  # the fixture
 from tests.support.inbound import BOT_ID, group
+from tests.support.waiting import until_async
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 
@@ -49,6 +51,66 @@ class EchoingOutlet(Outlet):
         if not self.echo_first:  # the other one arrives too, and is a duplicate
             await self.ingress.accept(report)
         return platform_id
+
+
+@dataclass
+class LateEchoOutlet(EchoingOutlet):
+    """The platform sends, but its answer never comes: the echo arrives after the timeout."""
+
+    late: list[asyncio.Task[object]] = field(default_factory=list)
+
+    async def send(
+        self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
+    ) -> str | None:
+        assert self.ingress is not None
+        report = own_message(stream, tuple(segments), "late-1", datetime.now(UTC))
+        self.late.append(asyncio.create_task(_after(0.2, self.ingress.accept(report))))
+        await asyncio.sleep(3600)  # cut by the send timeout
+        return None
+
+    async def poke(self, stream: StreamKey, user_id: str) -> bool:
+        assert self.ingress is not None
+        await self.ingress.accept(own_poke(stream, user_id, datetime.now(UTC)))
+        return True
+
+
+async def _after(delay_s: float, work: Awaitable[object]) -> object:
+    await asyncio.sleep(delay_s)
+    return await work
+
+
+async def _origins(kit: Kit) -> dict[str, str | None]:
+    async with kit.engine.connect() as conn:
+        rows = await conn.execute(
+            select(Message.platform_message_id, Message.origin).where(Message.from_bot)
+        )
+        return {row.platform_message_id: row.origin for row in rows}
+
+
+async def test_a_late_echo_and_a_poke_back_keep_their_rows_origins(kit: Kit) -> None:
+    outlet = LateEchoOutlet(ingress=Ingress(kit.timeline))
+    kit.outlet = outlet
+    policy = replace(POLICY, send_timeout_s=0.1, backoff_base_s=0.5, backoff_max_s=0.5)
+    dispatcher = kit.start(policy)
+    outlet.ingress.plug_origins(dispatcher.in_flight.origin_of)  # type: ignore[union-attr]
+    delivery = OutboxDelivery(kit.store, dispatcher, kit.clock)
+    sid = await kit.stream_id("g-late")
+    words = (Segment(SegmentKind.TEXT, text="欢迎新人"),)
+    await delivery.send(OutgoingMessage(8, sid, words, origin=Origin.RESPONDER))
+    await until_async(lambda: _has(kit, "late-1"))
+    await drained(kit)  # the echo that came during the backoff confirmed the row: no resend
+    assert len(outlet.late) == 1
+    other = await kit.stream_id("g-poke")
+    await delivery.act(9, other, Poke("42"), origin=Origin.RESPONDER)
+    await drained(kit)
+    origins = await _origins(kit)
+    assert origins["late-1"] == "responder"
+    assert [o for pid, o in origins.items() if pid.startswith("poke:")] == ["responder"]
+    assert dispatcher.in_flight.origin_of(group("g-late")) is None  # settled: nothing held
+
+
+async def _has(kit: Kit, platform_id: str) -> bool:
+    return platform_id in await _origins(kit)
 
 
 async def _sent_origin(kit: Kit, *, echo_first: bool) -> str | None:
