@@ -50,6 +50,7 @@ GROUPS = 20
 TARGET_RATIO = 0.9  # bot/bare burst messages/s, at least
 TARGET_P99_MS = 20.0  # bot steady send -> ack p99, at most
 TARGET_CPU_RATIO = 1.5  # bot/bare CPU per message, at most (informational)
+TARGET_QUIET_S = 2.0  # the bot goes quiet (settle(), below) this soon after a burst's last ack
 INFO = " (informational)"
 IDLE_TIMEOUT_S = 15.0
 # After a phase the bot may still be working (turns, ledger events): its CPU is counted until
@@ -469,6 +470,7 @@ BURST_CPU = "burst CPU per msg µs (process tree)"
 STEADY_ACK_P99 = "steady send -> ack p99 ms"
 STEADY_CPU = "steady CPU per msg µs (process tree)"
 BURST_RSS = "RSS after the burst MB (process tree)"
+BURST_QUIET = "burst: idle again after last ack, s"
 # (label, value of one run, whether a bot/bare ratio is reported)
 MEASURES: list[tuple[str, Getter, bool]] = [
     (BURST_RATE, lambda r: r.burst.messages_per_s, True),
@@ -478,7 +480,7 @@ MEASURES: list[tuple[str, Getter, bool]] = [
     ("burst send -> ack p50 ms", lambda r: r.burst.ack_p50_ms, False),
     ("burst send -> ack p99 ms", lambda r: r.burst.ack_p99_ms, False),
     (BURST_CPU, lambda r: r.burst.cpu_per_message_us, True),
-    ("burst: idle again after last ack, s", lambda r: r.burst.idle_after_s, False),
+    (BURST_QUIET, lambda r: r.burst.idle_after_s, False),
     (BURST_RSS, lambda r: r.burst.rss_mb, True),
     ("steady send -> row committed p50 ms", lambda r: r.steady.commit_p50_ms, False),
     ("steady send -> row committed p99 ms", lambda r: r.steady.commit_p99_ms, False),
@@ -576,6 +578,7 @@ def report_targets(medians: Medians, rounds: int) -> None:
         ("burst msgs/s bot/bare", medians.ratio[BURST_RATE], at_least, TARGET_RATIO, ""),
         ("bot steady send -> ack p99 ms", medians.bot[STEADY_ACK_P99], at_most, TARGET_P99_MS, ""),
         ("burst CPU per msg bot/bare", medians.ratio[BURST_CPU], at_most, TARGET_CPU_RATIO, INFO),
+        ("bot quiet after the burst s", medians.bot[BURST_QUIET], at_most, TARGET_QUIET_S, ""),
         ("steady CPU per msg bot/bare", medians.ratio[STEADY_CPU], at_most, TARGET_CPU_RATIO, INFO),
     ]
     for label, value, minimum, target, note in checks:
