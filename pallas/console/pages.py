@@ -23,11 +23,19 @@ from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.core.numbers import read_db_id
-from pallas.product.conversation.why import ORIGIN_NAMES, step_line
+from pallas.product.conversation.plain_trail import (
+    KIND_WORDS,
+    STATUS_WORDS,
+    TurnCost,
+    message_headline,
+    step_text,
+    turn_headline,
+)
+from pallas.product.conversation.why import ORIGIN_NAMES
 from pallas.product.settings.registry import FieldInfo, SettingsError
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
-from pallas.store.llm_usage import cost_report
+from pallas.store.llm_usage import cost_report, turn_spending
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_FORM_BYTES = 64 * 1024
@@ -42,7 +50,10 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["local"] = lambda t: t.astimezone().strftime("%m-%d %H:%M:%S") if t else ""
-    env.filters["step"] = step_line
+    env.filters["step"] = step_text
+    env.filters["origin"] = lambda word: ORIGIN_NAMES.get(word, "其它")
+    env.filters["kind"] = lambda word: KIND_WORDS.get(word, "其它")
+    env.filters["status"] = lambda word: STATUS_WORDS.get(word, "其它")
     env.filters["readable"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, default=str)
     return env
 
@@ -143,7 +154,9 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         path = await explain(deps.engine, message_id)
         if path is None:
             raise HTTPException(404, "没有这条消息")
-        return pages.render("explain.html", guest, path=path)
+        cost = await _turn_cost(deps, path.turn.turn_id) if path.turn else None
+        story = message_headline(path, cost)
+        return pages.render("explain.html", guest, path=path, story=story)
 
     @router.get("/turns/{turn_id}")
     async def trace_page(request: Request, turn_id: RowId) -> Response:
@@ -151,7 +164,14 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         turn = await trace(deps.engine, turn_id)
-        return pages.render("trace.html", guest, turn=turn, origin_names=ORIGIN_NAMES)
+        story = turn_headline(turn, await _turn_cost(deps, turn_id))
+        return pages.render("trace.html", guest, turn=turn, story=story)
+
+
+async def _turn_cost(deps: ConsoleDeps, turn_id: int) -> TurnCost:
+    calls, cost = await turn_spending(deps.engine, turn_id)
+    priced = any(m.pricing.input or m.pricing.output for m in deps.catalog.models)
+    return TurnCost(calls, cost, priced)
 
 
 def _work(router: APIRouter, pages: Pages) -> None:

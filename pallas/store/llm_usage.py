@@ -198,3 +198,13 @@ async def chat_usage(engine: AsyncEngine, stream_id: int, since: datetime) -> tu
     async with engine.connect() as conn:
         calls, cost = (await conn.execute(query)).one()
     return int(calls), float(cost)
+
+
+async def turn_spending(engine: AsyncEngine, turn_id: int) -> tuple[int, float]:
+    """The model calls a turn made (every attempt counts) and what they cost."""
+    query = select(func.count(), func.coalesce(func.sum(LlmCall.cost), 0.0)).where(
+        LlmCall.turn_id == turn_id
+    )
+    async with engine.connect() as conn:
+        calls, cost = (await conn.execute(query)).one()
+    return int(calls), float(cost)

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
-from tests.support.fake_napcat import FakeNapCat, text
+from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.model_bot import bot_with_model
 from tests.support.timeline_db import TimelineDb, wait_for
@@ -109,6 +111,14 @@ async def said(napcat: FakeNapCat, timeline: TimelineDb, user: int, words: str,
     return event
 
 
+async def put_gate(bot: BotProcess, sid: int, changes: dict[str, Any]) -> None:
+    """Change the group's gate knobs through the console's API."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        changed = await http.put(f"/pallas/api/settings/gate/{sid}", json=changes)
+    assert changed.status_code == 200, changed.text
+
+
 def our_id(timeline: TimelineDb, event: dict[str, Any]) -> int:
     return int(
         timeline.scalar(
@@ -192,8 +202,63 @@ async def test_the_trace_of_a_silence_opens_from_the_chat_view(
     await page.goto(f"/pallas/chats/{stream_id(timeline)}")
     await page.click(f"#m{mid} a.why")
     await page.wait_for_url(f"**/pallas/messages/{mid}")
-    body = await page.inner_text("main")
-    assert "agent_decided" in body and "他们在聊私事，不插嘴" in body
+    story = await page.inner_text("#story")
+    assert story.startswith("看过了，没接：") and "他们在聊私事，不插嘴" in story
+    assert "agent_decided" not in await page.inner_text("main")  # folded away
+    decision = page.locator("ol.steps li", has_text="决定：不说话")
+    await decision.locator("summary").click()
+    assert "agent_decided" in await decision.inner_text()  # one click away, raw
+
+
+CODE = re.compile(r"[A-Za-z_]{3,}")  # an English word or a snake_case code of the trail
+
+
+async def visible_story(page: Page, path: str) -> tuple[str, str]:
+    """The page's opening sentence, and everything shown without opening a detail."""
+    response = await page.goto(path)
+    assert response is not None and response.status == 200
+    return await page.inner_text("#story"), await page.inner_text("main")
+
+
+async def test_why_pages_open_with_a_sentence_and_fold_the_codes(
+    page: Page, napcat: FakeNapCat, bot: BotProcess, model: FakeModelServer
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    sid = stream_id(timeline)
+    quiet = {"natural_window_s": 0, "ambient_probability": 0, "answer_public_questions": False}
+    await put_gate(bot, sid, quiet)
+    dropped = our_id(timeline, await said(napcat, timeline, MEMBER, "今天天气真好"))
+    await wait_for(lambda: decided(timeline, dropped), timeout=20, what="the gate")
+    model.script(CHAT, call("reply", text="在的在的"))
+    event = napcat.group_message(GROUP, MEMBER, [at(SELF_ID), text("在吗")], nickname="阿明")
+    await napcat.send_event(event)
+    await wait_for(lambda: timeline.messages(event["message_id"]), timeout=10, what="stored")
+    called = our_id(timeline, event)
+    sent = "SELECT COUNT(*) FROM outbox o JOIN message m ON m.turn_id = o.turn_id " \
+           "WHERE m.id = ? AND o.status = 'sent'"  # fmt: skip
+    await wait_for(lambda: timeline.scalar(sent, called), timeout=20, what="the reply sent")
+    usage = "SELECT COUNT(*) FROM llm_call c JOIN message m ON m.turn_id = c.turn_id WHERE m.id = ?"
+    await wait_for(lambda: timeline.scalar(usage, called), timeout=10, what="its usage row")
+
+    story, shown = await visible_story(page, f"/pallas/messages/{dropped}")
+    assert story == "没理：这句话没有叫我，群里也没在跟我说话。"
+    assert not CODE.findall(shown) and "{" not in shown, CODE.findall(shown)
+    story, shown = await visible_story(page, f"/pallas/messages/{called}")
+    assert story.startswith("回了：被 @ 了；用了 1 次模型，未设价格；"), story
+    assert not CODE.findall(shown) and "{" not in shown, CODE.findall(shown)
+    turn = timeline.scalar("SELECT turn_id FROM message WHERE id = ?", called)
+    story, shown = await visible_story(page, f"/pallas/turns/{turn}")
+    assert story.startswith("回了：用了 1 次模型") and not CODE.findall(shown)
+    await put_gate(bot, sid, {"natural_window_s": 90, "ambient_probability": 0.02,
+                              "answer_public_questions": True})  # fmt: skip
+
+    # From outside, without a browser: the same page's HTML outside its folded details.
+    cookies = {cookie["name"]: cookie["value"] for cookie in await page.context.cookies()}
+    async with httpx.AsyncClient(base_url=bot.http_url, cookies=cookies) as http:
+        html = (await http.get(f"/pallas/messages/{dropped}")).text
+    outside = re.sub(r"<details>.*?</details>", "", html, flags=re.S)
+    words = re.sub(r"<[^>]+>", " ", outside.split("<main>", 1)[1])
+    assert "没理：" in words and not CODE.findall(words) and "{" not in words
 
 
 async def test_pages_render_at_phone_and_desktop_width_with_text_inert(

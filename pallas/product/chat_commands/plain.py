@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pallas.product.conversation.plain_trail import (
+    FAILURE_WORDS,
+    GATE_WORDS,
+    OTHER,
+    reason_words,
+    stage_words,
+)
 from pallas.store.audit_trail import MessagePath, TrailEvent
 
-REASONS = {
-    "attention_filtered": "那句话没有叫我（没 @、没叫名字、没回复我），我就没插嘴",
-    "frequency_cap": "那会儿我说得太多了，先歇一歇",
-    "asleep": "那会儿是我的睡觉时段",
-    "chat_off": "这个群关掉了模型聊天",
-    "muted": "群里让我安静了",
-    "poke_flood": "戳得太多了，我就不理了",
-    "buffer_overflow": "消息太多，我没看过来",
-    "stale_at_restart": "我重启前的消息，等我回来已经过时了",
-    "self_message": "那是我自己说的",
-}
+REASONS = GATE_WORDS  # the gate's rules, said the way a member would say them
 STEPS = {
     "gate_dropped": "没接",
     "turn_finished": "看过了",
@@ -38,7 +35,8 @@ def why_not(path: MessagePath) -> str:
     if path.turn is None:
         handled = next((e for e in path.events if e.kind == "stage_handled"), None)
         if handled is not None:
-            return f"你那句「{_short(path.text)}」已经直接回应过了（{handled.reason}）。"
+            how = stage_words(handled.reason)
+            return f"你那句「{_short(path.text)}」已经直接回应过了（{how}）。"
         return f"你那句「{_short(path.text)}」我还没处理完。"
     return _turn_words(path)
 
@@ -49,7 +47,8 @@ def _turn_words(path: MessagePath) -> str:
     said = f"你那句「{_short(path.text)}」"
     if decided is None:
         failed = next((e for e in path.turn.events if e.kind == "agent_failed"), None)
-        return f"{said}我想回，但模型没能给出回答" + (f"（{failed.reason}）。" if failed else "。")
+        why = FAILURE_WORDS.get(failed.reason, OTHER) if failed else ""
+        return f"{said}我想回，但模型没能给出回答" + (f"（{why}）。" if why else "。")
     if decided.reason == "silent":
         return f"{said}我看过了，决定不接：{decided.payload.get('reason', '')}".rstrip("：") + "。"
     if any(row.status == "sent" for row in path.turn.outbox):
@@ -59,11 +58,11 @@ def _turn_words(path: MessagePath) -> str:
 
 def recent_lines(events: Sequence[TrailEvent]) -> list[str]:
     """The chat's last decisions, newest first, one short line each."""
-    return [f"- {STEPS.get(e.kind, e.kind)}：{_reason(e.reason)}" for e in events]
+    return [f"- {STEPS.get(e.kind, '其它')}：{reason_words(e) or '没说原因'}" for e in events]
 
 
 def _reason(word: str) -> str:
-    return REASONS.get(word, word or "没说原因")
+    return REASONS.get(word, OTHER)
 
 
 def _short(text: str, limit: int = 20) -> str:

@@ -61,7 +61,7 @@ def test_a_silence_says_its_reason_and_a_reply_says_so() -> None:
 
 def test_recent_decisions_read_as_short_lines() -> None:
     lines = recent_lines([event("gate_dropped", "frequency_cap"), event("turn_finished", "done")])
-    assert lines == [f"- 没接：{REASONS['frequency_cap']}", "- 看过了：done"]
+    assert lines == [f"- 没接：{REASONS['frequency_cap']}", "- 看过了：做完了"]
 
 
 def test_a_command_inside_a_quote_is_not_a_command() -> None:

@@ -133,7 +133,7 @@ async def test_why_reads_the_quoted_messages_trail(scene: Scene) -> None:
     await scene.ingress.accept(message("/why", user_id=OWNER))
     await scene.ingress.accept(message("/why", user_id=OWNER, reply_to="999999"))
     why, usage, unknown = await scene.answers()
-    assert why.splitlines()[0] == f"消息 #{asked.stored.message_id}："
+    assert why.splitlines()[0] == f"消息 #{asked.stored.message_id}：还没有决定：可能正在处理。"
     assert usage == USAGE
     assert unknown.startswith("这条消息不在记录里")
 
@@ -159,7 +159,10 @@ def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
         (event("inbound"), event("gate_dropped", "attention_filtered")),
         None,
     )
-    assert describe_path(dropped) == "消息 #7：\n- 门控没有接（attention_filtered）"
+    assert describe_path(dropped).splitlines() == [
+        "消息 #7：没理：这句话没有叫我，群里也没在跟我说话。",
+        "- 门控没有接：这句话没有叫我，群里也没在跟我说话",
+    ]
     turn = TurnTrace(
         12,
         (event("turn_started", "mentioned", 12), event("agent_decided", "reply", 12)),
@@ -170,16 +173,20 @@ def test_the_trail_reads_as_steps_with_their_reason_words() -> None:
     )
     answered = MessagePath(7, "@牛牛", True, (event("gate_passed", "mentioned"),), turn)
     assert describe_path(answered).splitlines() == [
-        "消息 #7： （已静默）",
-        "- 门控放行（mentioned）",
+        "消息 #7：静默了：记下了，但没有任何回应（可能我在生气，或者说话的人被拉黑了）。",
+        "- 门控放行：被 @ 了",
         "回合/动作 12：",
-        "  - 开始一个回合（mentioned）",
-        "  - 决定（reply）",
+        "  - 开始一个回合：被 @ 了",
+        "  - 决定：回复",
         "  发出 1/2 条（聊天回复）",
     ]
+    replied = MessagePath(7, "@牛牛", False, (event("gate_passed", "mentioned"),), turn)
+    assert describe_path(replied).splitlines()[0] == "消息 #7：回了：被 @ 了；送达 1/2 条。"
     answer = TurnTrace(13, (), (OutboxState(3, "message", "sent", 0, "10", "", "command"),))
-    assert describe_path(MessagePath(8, "/帮助", False, (), None, (answer,))).splitlines() == [
-        "消息 #8：",
+    handled = (event("stage_handled", "command_帮助", 13),)
+    assert describe_path(MessagePath(8, "/帮助", False, handled, None, (answer,))).splitlines() == [
+        "消息 #8：直接回应了：回答了命令 /帮助。",
+        "- 已由其它环节回应：回答了命令 /帮助",
         "回合/动作 13：",
         "  发出 1/1 条（命令回答）",
     ]
