@@ -400,7 +400,8 @@ def _registry(
                              core.settings_table, core.models, delivery.pacing,
                              core.bot_names, utc_now)  # fmt: skip
     registry = core_registry(parts, core.agent_config)
-    install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now))
+    chat_model = bool(core.models.catalog.of_type(ModelType.CHAT))
+    install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now, chat_model))
     seed = stored_seed(core.agent_config, core.bot_names)
     commands.register(CharacterCommand(core.character, seed, utc_now), Audience.OWNER)
     return registry

@@ -21,6 +21,27 @@ class Bar:
     label: str
 
 
+@dataclass(frozen=True)
+class Tick:
+    x: float  # the middle of the bar it names
+    label: str
+
+
+def hour_top(hours: Sequence[HourCount]) -> int:
+    """The y axis's top: the busiest hour's messages (0 when there were none)."""
+    return max((h.heard + h.said for h in hours), default=0)
+
+
+def hour_ticks(hours: Sequence[HourCount], every: int = 6) -> list[Tick]:
+    """The x axis: an hour label every `every` bars, local time."""
+    width = WIDTH / max(1, len(hours))
+    return [
+        Tick(index * width + width / 2, f"{hour.start.astimezone():%H}:00")
+        for index, hour in enumerate(hours)
+        if index % every == 0
+    ]
+
+
 def hour_bars(hours: Sequence[HourCount]) -> list[Bar]:
     """One pair of stacked bars per hour, scaled to the busiest hour (pure)."""
     top = max((h.heard + h.said for h in hours), default=0) or 1
@@ -60,6 +81,13 @@ class DayBar:
     width: float
     height: float
     label: str
+
+
+def day_top(days: Sequence[DayCost]) -> tuple[str, str]:
+    """The day chart's y axis: its top value and unit (cost, or calls when nothing cost)."""
+    if any(d.cost for d in days):
+        return f"{max(d.cost for d in days):.4f}", "花费/天"
+    return str(max((d.calls for d in days), default=0)), "次调用/天"
 
 
 def day_bars(days: Sequence[DayCost]) -> list[DayBar]:

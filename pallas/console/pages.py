@@ -6,8 +6,10 @@ session's CSRF value."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,11 +19,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pallas.console.api import ConsoleDeps, OptionalRowIdQuery, RowId, check_scope, person_detail
-from pallas.console.charts import by_day, day_bars, hour_bars
+from pallas.console.auth import COOKIE
+from pallas.console.charts import by_day, day_bars, day_top, hour_bars, hour_ticks, hour_top
 from pallas.console.forms import FormError, field_value, read_form
 from pallas.console.guard import Visitor, sign_in, visitor
-from pallas.console.overview import overview
+from pallas.console.overview import Overview, overview
+from pallas.console.setup_gaps import first_run, has_chat_model, priced, setup_gaps
 from pallas.console.tools_view import SwitchRefused, inventory, switch
+from pallas.console.words import JOB_KINDS, JOB_STATES, MODEL_TYPES, PURPOSES, chat_key, word
 from pallas.core.numbers import read_db_id
 from pallas.product.conversation.plain_trail import (
     KIND_WORDS,
@@ -32,12 +37,13 @@ from pallas.product.conversation.plain_trail import (
     turn_headline,
 )
 from pallas.product.conversation.why import ORIGIN_NAMES
-from pallas.product.settings.registry import FieldInfo, SettingsError
+from pallas.product.settings.registry import FieldInfo, Scope, SettingsError
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
 from pallas.store.llm_usage import cost_report, turn_spending
 
 TEMPLATES = Path(__file__).parent / "templates"
+WIRE_NAME = re.compile(r"\b([a-z][a-z0-9_]*?)__([a-z][a-z0-9_]*)\b")
 MAX_FORM_BYTES = 64 * 1024
 WEEK = timedelta(days=7)
 
@@ -54,6 +60,13 @@ def environment() -> Environment:
     env.filters["origin"] = lambda word: ORIGIN_NAMES.get(word, "其它")
     env.filters["kind"] = lambda word: KIND_WORDS.get(word, "其它")
     env.filters["status"] = lambda word: STATUS_WORDS.get(word, "其它")
+    env.filters["job_kind"] = partial(word, JOB_KINDS)
+    env.filters["job_state"] = partial(word, JOB_STATES)
+    env.filters["model_type"] = partial(word, MODEL_TYPES)
+    env.filters["purpose"] = partial(word, PURPOSES)
+    env.filters["chat_key"] = chat_key
+    # A tool's wire name (chat__history, as the model calls it) as the console names it.
+    env.filters["dotted"] = lambda text: WIRE_NAME.sub(r"\1.\2", text)
     env.filters["readable"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1, default=str)
     return env
 
@@ -117,6 +130,14 @@ def _entry(router: APIRouter, pages: Pages) -> None:
             return page
         return response
 
+    @router.post("/logout")
+    async def logout(request: Request) -> Response:
+        form = await _form(request)
+        await pages.guest(request, form.get("csrf_token", [""])[0])
+        response = RedirectResponse("/pallas/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/pallas")
+        return response
+
 
 def _reading(router: APIRouter, pages: Pages) -> None:
     deps = pages.deps
@@ -127,7 +148,7 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         seen = await overview(deps.engine, deps.bots(), deps.database, deps.clock())
-        return pages.render("overview.html", guest, o=seen, chart=hour_bars(seen.hours))
+        return pages.render("overview.html", guest, o=seen, **await _overview_parts(deps, seen))
 
     @router.get("/chats")
     async def chats_page(request: Request) -> Response:
@@ -144,7 +165,10 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         lines = await console_reads.chat_lines(deps.engine, stream_id, before, 100)
-        return pages.render("chat.html", guest, stream_id=stream_id, lines=lines)
+        earlier = bool(lines) and await console_reads.has_earlier(
+            deps.engine, stream_id, lines[0].message_id
+        )
+        return pages.render("chat.html", guest, stream_id=stream_id, lines=lines, earlier=earlier)
 
     @router.get("/messages/{message_id}")
     async def explain_page(request: Request, message_id: RowId) -> Response:
@@ -170,8 +194,22 @@ def _reading(router: APIRouter, pages: Pages) -> None:
 
 async def _turn_cost(deps: ConsoleDeps, turn_id: int) -> TurnCost:
     calls, cost = await turn_spending(deps.engine, turn_id)
-    priced = any(m.pricing.input or m.pricing.output for m in deps.catalog.models)
-    return TurnCost(calls, cost, priced)
+    return TurnCost(calls, cost, priced(deps.catalog))
+
+
+async def _overview_parts(deps: ConsoleDeps, seen: Overview) -> dict[str, Any]:
+    """What the overview shows beside the counts: what is missing, the first-run steps, and
+    the chart with its axes."""
+    chats = await console_reads.chats(deps.engine)
+    tried = any(c.platform == "sandbox" and c.messages for c in chats)
+    return {
+        "gaps": setup_gaps(deps.catalog, seen.bots, await inventory(deps.tools)),
+        "steps": first_run(bool(seen.bots), has_chat_model(deps.catalog), tried),
+        "priced": priced(deps.catalog),
+        "chart": hour_bars(seen.hours),
+        "top": hour_top(seen.hours),
+        "ticks": hour_ticks(seen.hours),
+    }
 
 
 def _work(router: APIRouter, pages: Pages) -> None:
@@ -215,7 +253,7 @@ def _work(router: APIRouter, pages: Pages) -> None:
         days = by_day(await console_reads.call_costs(deps.engine, now - WEEK, now), now, 7)
         return pages.render(
             "models.html", guest, models=deps.catalog.models, report=report,
-            days=days, bars=day_bars(days),
+            days=days, bars=day_bars(days), top=day_top(days), priced=priced(deps.catalog),
         )  # fmt: skip
 
 
@@ -274,44 +312,43 @@ def _settings(router: APIRouter, pages: Pages) -> None:
             return guest
         await check_scope(deps, key, scope_id)
         values = await deps.registry.read(key, scope_id)
-        section = deps.registry.section(key)
-        return pages.render(
-            "section.html",
-            guest,
-            section=section,
-            values=values,
-            problems={},
-            saved=False,
-            submitted={},
-        )
+        return await _section(pages, guest, key, values)
 
     @router.post("/settings/{key}/{scope_id}")
     async def save_section(request: Request, key: str, scope_id: str) -> Response:
         form = await _form(request)
         guest = await pages.guest(request, form.get("csrf_token", [""])[0])
         await check_scope(deps, key, scope_id)
-        section = deps.registry.section(key)
         values = await deps.registry.read(key, scope_id)
         try:
             changes = read_section_form(values.fields, form)
             values = await deps.registry.update(key, scope_id, changes, deps.clock())
         except (SettingsError, FormError) as exc:
             typed = {name: given[-1] for name, given in form.items() if name != "csrf_token"}
-            page = pages.render(
-                "section.html", guest, section=section, values=values,
-                problems=exc.problems, saved=False, submitted=typed,
-            )  # fmt: skip
+            page = await _section(pages, guest, key, values, problems=exc.problems, typed=typed)
             page.status_code = 422
             return page
-        return pages.render(
-            "section.html",
-            guest,
-            section=section,
-            values=values,
-            problems={},
-            saved=True,
-            submitted={},
-        )
+        return await _section(pages, guest, key, values, saved=True)
+
+
+async def _section(
+    pages: Pages, guest: Visitor, key: str, values: Any, *, saved: bool = False,
+    problems: dict[str, str] | None = None, typed: dict[str, str] | None = None,
+) -> HTMLResponse:  # fmt: skip
+    section = pages.deps.registry.section(key)
+    return pages.render(
+        "section.html", guest, section=section, values=values, problems=problems or {},
+        saved=saved, submitted=typed or {}, scope=await _scope_label(pages.deps, section, values),
+    )  # fmt: skip
+
+
+async def _scope_label(deps: ConsoleDeps, section: Any, values: Any) -> str:
+    """What the section's values apply to, as the owner names it (never a row id)."""
+    if section.scope is Scope.GROUP:
+        return await console_reads.group_title(deps.engine, int(values.scope_id))
+    if section.scope is Scope.ACCOUNT:
+        return f"账号 {values.scope_id}"
+    return "全局"
 
 
 def read_section_form(fields: Sequence[FieldInfo], form: dict[str, list[str]]) -> dict[str, Any]:

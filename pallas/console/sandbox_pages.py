@@ -17,6 +17,8 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from pallas.console.pages import Pages, guest_or_login
+from pallas.console.setup_gaps import NO_NAPCAT, setup_gaps
+from pallas.console.tools_view import inventory
 from pallas.core.inbound import StreamKind
 from pallas.platform.sandbox import SANDBOX, SANDBOX_SELF_ID, SandboxLine, sandbox_message
 from pallas.store import console_reads
@@ -55,7 +57,11 @@ def sandbox_routes(pages: Pages) -> APIRouter:
         lines = []
         if stream_id is not None:
             lines = await console_reads.chat_lines(deps.engine, stream_id, None, 100)
-        return pages.render("sandbox.html", guest, chat=name, lines=lines, members=MEMBERS)
+        gaps = setup_gaps(deps.catalog, deps.bots(), await inventory(deps.tools))
+        gaps = [gap for gap in gaps if gap is not NO_NAPCAT]  # the sandbox needs no NapCat
+        return pages.render(
+            "sandbox.html", guest, chat=name, lines=lines, members=MEMBERS, gaps=gaps
+        )
 
     @router.post("/{chat}/say")
     async def say(request: Request, chat: str) -> dict[str, Any]:

@@ -9,7 +9,11 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
 STATIC = Path(__file__).parent / "static"
-TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 # Read once: a fixed set of names, so no path from a request ever reaches the file system.
 FILES = {path.name: (path.read_bytes(), TYPES[path.suffix]) for path in STATIC.iterdir()
          if path.suffix in TYPES}  # fmt: skip

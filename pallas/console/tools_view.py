@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from pallas.product.llm.tools.base import Tool
 from pallas.product.llm.tools.book import EssentialToolError
 from pallas.product.llm.tools.toolset import ToolSetup
 
@@ -18,6 +19,7 @@ class Switchable:
     enabled: bool
     essential: bool = False  # cannot be switched off
     plugin: str = ""  # the plugin a tool belongs to
+    missing: str = ""  # what it needs and lacks (a key, a model): on, yet it cannot work
 
 
 async def inventory(tools: ToolSetup) -> list[Switchable]:
@@ -32,11 +34,20 @@ async def inventory(tools: ToolSetup) -> list[Switchable]:
         spec = tool.spec
         listed.append(
             Switchable("tool", spec.name, spec.description, _on(snapshot.tools.get(spec.name)),
-                       spec.name in essential, book.registry.plugin_of(spec.name) or "")
+                       spec.name in essential, book.registry.plugin_of(spec.name) or "",
+                       _missing(tool))
         )  # fmt: skip
     for state in await tools.skills.state():
         listed.append(Switchable("skill", state.skill.name, state.skill.description, state.enabled))
     return listed
+
+
+def _missing(tool: Tool) -> str:
+    try:
+        environment = tool.can_enable()
+    except Exception:  # a probing hook must not take the page down
+        return "检查不了它能不能用"
+    return "" if environment.available else environment.reason or "缺少它需要的东西"
 
 
 def _on(setting: object) -> bool:

@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.store.audit import EventKind
 from pallas.store.models import (
+    Event,
     Identity,
     Job,
     LlmCall,
@@ -45,6 +47,7 @@ class LineRow:
     text: str
     suppressed: bool
     turn_id: int | None  # the turn that took it; for the bot's lines, the turn that sent it
+    dropped: bool = False  # the gate let it go: the chat page asks "why not?" of these only
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,15 @@ async def chat_lines(
         .limit(1)
         .scalar_subquery()
     )
+    dropped = (
+        select(Event.id)
+        .where(Event.message_id == Message.id, Event.kind == EventKind.GATE_DROPPED.value)
+        .exists()
+    )
     query = (
         select(Message.id, Message.time, Person.display_name, account, Message.from_bot,
-               Message.text, Message.suppressed, func.coalesce(Message.turn_id, sent_by))
+               Message.text, Message.suppressed, func.coalesce(Message.turn_id, sent_by),
+               dropped)
         .join(Person, Person.id == Message.sender_person_id)
         .where(Message.stream_id == stream_id)
         .order_by(Message.id.desc())
@@ -107,6 +116,13 @@ async def chat_lines(
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
     return [LineRow(*row) for row in reversed(rows)]
+
+
+async def has_earlier(engine: AsyncEngine, stream_id: int, message_id: int) -> bool:
+    """Whether the chat holds a line older than `message_id`."""
+    query = select(Message.id).where(Message.stream_id == stream_id, Message.id < message_id)
+    async with engine.connect() as conn:
+        return (await conn.execute(query.limit(1))).first() is not None
 
 
 async def persons(engine: AsyncEngine, words: str, limit: int) -> list[PersonRow]:
@@ -177,3 +193,13 @@ async def call_costs(
     )
     async with engine.connect() as conn:
         return [(time, float(cost or 0.0)) for time, cost in await conn.execute(query)]
+
+
+async def group_title(engine: AsyncEngine, stream_id: int) -> str:
+    """A group chat as the owner knows it: its name, and its number."""
+    query = select(Stream.name, Stream.external_id).where(Stream.id == stream_id)
+    async with engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    if row is None:
+        return ""
+    return f"{row.name}（群 {row.external_id}）" if row.name else f"群 {row.external_id}"

@@ -351,3 +351,52 @@ async def test_a_sandbox_conversation_gets_the_models_reply_through_the_real_pat
       headers: {"Content-Type": "application/json"},
       body: JSON.stringify({member: "sandbox-1", name: "小明", text: "hi"})})).status"""
     assert await page.evaluate(no_csrf) == 403
+
+
+async def test_pages_speak_the_owners_words(
+    page: Page, napcat: FakeNapCat, bot: BotProcess
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    asked = our_id(timeline, await said(napcat, timeline, MEMBER, "/帮助"))
+    await wait_for(lambda: decided_or_handled(timeline, asked), timeout=10, what="handled")
+    sid = stream_id(timeline)
+    await page.set_viewport_size(DESKTOP)
+
+    await page.goto(f"/pallas/chats/{sid}")  # an answered command is not "why not"
+    assert await page.inner_text(f"#m{asked} a.why") == "这条怎么处理的"
+    assert await page.locator("#earlier").count() == 0  # nothing earlier to page to
+    await page.goto("/pallas/sandbox?chat=周末群")
+    await page.fill("#text", "大家好")
+    await page.click("#send")
+    await page.locator("#lines .line", has_text="大家好").wait_for()
+    await page.goto("/pallas/chats")
+    listed = await page.inner_text("main")
+    assert "周末群\n沙盒里的试聊" in listed and "沙盒 周末群" not in listed
+
+    await page.goto(f"/pallas/settings/gate/{sid}")
+    assert await page.inner_text("#scope") == f"群 {GROUP}"  # never the row id alone
+    await page.goto("/pallas/settings/agent/global")
+    assert "这一轮要回的新消息从不舍掉" in await page.inner_text("main")
+
+    await page.goto("/pallas/jobs")
+    shown = await page.inner_text("main")
+    assert not re.search(r"\b(pending|running|done|failed)\b", shown)
+    await page.goto("/pallas/models")
+    shown = await page.inner_text("main")
+    assert "决定怎么回" in shown and "decision" not in shown
+    assert "未设价格" in await page.inner_text("#week-cost")  # the test's model has no price
+
+    await page.goto("/pallas/tools")
+    shown = await page.inner_text("main")
+    assert "chat__history" not in shown and "chat.history" in shown
+    search = page.locator("tr", has_text="web.search")
+    assert "开着，但用不了" in await search.inner_text()  # no TAVILY_API_KEY here
+
+
+def decided_or_handled(timeline: TimelineDb, message_id: int) -> bool:
+    return bool(
+        timeline.scalar(
+            "SELECT COUNT(*) FROM event WHERE message_id = ? AND kind = 'stage_handled'",
+            message_id,
+        )
+    )

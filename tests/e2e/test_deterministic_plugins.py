@@ -272,7 +272,8 @@ async def test_the_owner_asks_why_a_line_was_not_answered_and_gets_the_gate_rule
     refusal, call = await sends(napcat, 2)
     assert [seg["data"]["text"] for seg in refusal["message"]] == ["/why 只有主人能用。"]
     [answer] = [seg["data"]["text"] for seg in call["message"]]
-    assert answer.splitlines()[1:] == ["- 门控没有接（attention_filtered）"]
+    assert answer.splitlines()[0].endswith("没理：这句话没有叫我，群里也没在跟我说话。")
+    assert answer.splitlines()[1:] == ["- 门控没有接：这句话没有叫我，群里也没在跟我说话"]
     commands = [e for e in timeline.events("stage_handled") if e["reason"] == "command_why"]
     assert len(commands) == 1  # the command went no further: no gate event for it
     trail = timeline.query("SELECT kind FROM event WHERE message_id = ?", commands[0]["message_id"])

@@ -9,6 +9,7 @@
     name.className = "muted";
     name.textContent = who;
     const words = document.createElement("div");
+    words.className = "text";
     words.textContent = text;
     line.append(name, words);
     box.append(line);
@@ -16,6 +17,13 @@
   }
   const events = new EventSource("/pallas/sandbox/" + encodeURIComponent(chat) + "/events");
   events.onmessage = function (event) { add("机器人", JSON.parse(event.data).text, true); };
+  // Enter sends; Shift+Enter starts a new line, which the line keeps.
+  document.getElementById("text").addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
   form.addEventListener("submit", async function (event) {
     event.preventDefault();
     const member = document.getElementById("member");

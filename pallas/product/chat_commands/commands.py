@@ -32,8 +32,9 @@ DEFAULT_MUTE_MINUTES = 30
 _MUTE = re.compile(r"^(-?\d+)\s*(?:分钟|min|m)?$")
 
 # 功能 -> the settings it changes: (section, field, value when on, value when off).
+MODEL_CHAT = "模型聊天"
 FEATURES: dict[str, tuple[tuple[str, str, Any, Any], ...]] = {
-    "模型聊天": (("gate", "model_chat", True, False),),
+    MODEL_CHAT: (("gate", "model_chat", True, False),),
     "插话": (("gate", "ambient_probability", None, 0.0),
              ("gate", "join_hot_conversations", None, False)),
     "复读": (("features", "repeat", True, False),),
@@ -49,12 +50,16 @@ class ChatCommandDeps:
     engine: AsyncEngine
     registry: SettingsRegistry
     clock: Callable[[], datetime]
+    chat_model: bool = True  # a chat model is configured: model chat can answer at all
 
 
 def _group_only(call: CommandCall) -> str | None:
     if call.stored.message.stream.kind is not StreamKind.GROUP:
         return "这个命令要在群里用。"
     return None
+
+
+NO_MODEL_LINE = "但还没有设置聊天模型：模型聊天开着也不会回（主人在 .env 里设 LLM_MODEL）"
 
 
 class StatusCommand:
@@ -84,6 +89,8 @@ class StatusCommand:
         on = [name for name, parts in FEATURES.items() if _is_on(parts, gate, features)]
         off = [name for name in FEATURES if name not in on]
         lines = [f"开着：{'、'.join(on) or '无'}", f"关着：{'、'.join(off) or '无'}"]
+        if not self._deps.chat_model and MODEL_CHAT in on:
+            lines.append(NO_MODEL_LINE)
         if muted:
             until = datetime.fromisoformat(gate["muted_until"]).astimezone(SHANGHAI)
             lines.insert(0, f"正在安静，到 {until:%H:%M}")

@@ -74,7 +74,9 @@ def agent_section(table: SettingsTable, live: Live[AgentConfig]) -> Section:
         },
         applies="下一轮生效",
         helps={
-            "context_token_budget": "越小越省钱；最早的聊天记录先被舍掉，新消息从不",
+            "context_token_budget": (
+                "越小越省钱；放不下时先舍掉最早的聊天记录，这一轮要回的新消息从不舍掉"
+            ),
             "max_rounds": "工具调用和一次修正都算在内",
             "split_reply": "要在模型配置里同时有 tool 和 chat 模型，否则还是一步",
             "fallback_reply": "留空就什么都不说",
