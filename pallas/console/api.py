@@ -140,6 +140,7 @@ async def person_detail(deps: ConsoleDeps, person_id: int) -> dict[str, Any]:
         "favorability": {},
         "notes": [],
         "facts": [],
+        "memory_changes": [],
         "standings": [],
     }
     bots = tuple(deps.bots())

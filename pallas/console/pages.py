@@ -27,7 +27,6 @@ from pallas.console.overview import Overview, overview
 from pallas.console.setup_gaps import first_run, has_chat_model, priced, setup_gaps
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.console.words import JOB_KINDS, JOB_STATES, MODEL_TYPES, PURPOSES, chat_key, word
-from pallas.core.numbers import read_db_id
 from pallas.product.conversation.plain_trail import (
     KIND_WORDS,
     STATUS_WORDS,
@@ -45,7 +44,17 @@ from pallas.store.llm_usage import cost_report, turn_spending
 TEMPLATES = Path(__file__).parent / "templates"
 WIRE_NAME = re.compile(r"\b([a-z][a-z0-9_]*?)__([a-z][a-z0-9_]*)\b")
 MAX_FORM_BYTES = 64 * 1024
+MAX_FIELD_CHARS = 2_000  # one field of a person page's form (a memory's new wording)
 WEEK = timedelta(days=7)
+# What the person page says after one of its actions.
+ACTION_WORDS = {
+    "memory_edit": "改好了这条记忆",
+    "memory_forget": "忘掉了这条记忆",
+    "memory_restore": "恢复了这条记忆",
+    "lift": "原谅了TA",
+    "note_drop": "删掉了这条备注",
+    "favour_reset": "好感清零了",
+}
 
 
 def environment() -> Environment:
@@ -269,25 +278,29 @@ def _people(router: APIRouter, pages: Pages) -> None:
         return pages.render("persons.html", guest, q=q[:64], persons=found)
 
     @router.get("/persons/{person_id}")
-    async def person_page(request: Request, person_id: RowId) -> Response:
+    async def person_page(
+        request: Request, person_id: RowId, done: str = "", refused: str = ""
+    ) -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
-        return pages.render("person.html", guest, d=await person_detail(deps, person_id))
+        detail = await person_detail(deps, person_id)
+        said = ACTION_WORDS.get(done) or (f"没有改成：{ACTION_WORDS[refused]}" if refused
+                                          in ACTION_WORDS else "")  # fmt: skip
+        return pages.render("person.html", guest, d=detail, said=said, refused=bool(refused))
 
     @router.post("/persons/{person_id}/{action}")
     async def person_action(request: Request, person_id: RowId, action: str) -> Response:
-        """What a feature lets the owner do for one chat (persona's "lift")."""
+        """What a feature lets the owner do on the page (correct a memory, forgive...)."""
         form = await _form(request)
         await pages.guest(request, form.get("csrf_token", [""])[0])
         run = deps.person_actions.get(action)
         if run is None:
             raise HTTPException(404, "没有这个操作")
-        stream_id = read_db_id(form.get("stream_id", ["0"])[0] or "0")
-        if stream_id is None:
-            raise HTTPException(422, "stream_id 要是一个聊天的编号")
-        await run(person_id, stream_id, deps.clock())
-        return RedirectResponse(f"/pallas/persons/{person_id}", status_code=303)
+        fields = {name: given[-1][:MAX_FIELD_CHARS] for name, given in form.items()}
+        done = await run(person_id, fields, deps.clock())
+        outcome = "done" if done else "refused"
+        return RedirectResponse(f"/pallas/persons/{person_id}?{outcome}={action}", 303)
 
 
 def _settings(router: APIRouter, pages: Pages) -> None:

@@ -48,5 +48,6 @@ class Facts:
 PersonFacet = Callable[[int, Sequence[str]], Awaitable[Mapping[str, Any]]]
 
 # What a feature lets the owner do from a person's page (persona's "lift" of a silence or a
-# blacklisting in one chat): (person id, chat's stream id, now) -> whether anything changed.
-PersonAction = Callable[[int, int, datetime], Awaitable[bool]]
+# blacklisting, memory's correcting and forgetting): (person id, the form's fields, now) ->
+# whether anything changed. The action checks its fields and that they concern this person.
+PersonAction = Callable[[int, Mapping[str, str], datetime], Awaitable[bool]]

@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from playwright.async_api import async_playwright
 
+from tests.e2e.test_console_browser import CHROMIUM, FLAGS
 from tests.support.bot_process import BotProcess
 from tests.support.console_api import put_settings
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
@@ -237,3 +239,58 @@ async def test_the_extraction_call_keeps_only_the_relation_notes_a_person_states
     model.script_when(MODEL, in_turn, call("reply", text="羽毛球呀"))
     await say(napcat, "你还记得我周末干嘛吗", group=group)
     assert "周末爱打羽毛球" in prompt(model)
+
+
+async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_prompt_agrees(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db = TimelineDb(bot.db_path)
+    facts = {"猫": "小明养了一只橘猫叫大橘", "家": "小明住在杭州西湖边"}
+    model.script_when(MODEL, in_turn, call("reply", text="记住了"))
+    said = "记住，我养了一只橘猫叫大橘，我住在杭州西湖边"
+    message_id = our_id(db, await say(napcat, said))
+    remember = [ToolCallSpec("memory__remember", json.dumps(
+        {"message_id": message_id, "about_user_id": str(MING), "kind": "fact", "text": fact},
+        ensure_ascii=False)) for fact in facts.values()]  # fmt: skip
+    model.script_when(MODEL, extraction_of(said), Reply("", tuple(remember)))
+    found = "SELECT id FROM memory_entry WHERE text = ? AND status = 'active'"
+    ids = {}
+    for key, fact in facts.items():
+        ids[key] = await wait_for(
+            lambda fact=fact: db.scalar(found, fact), timeout=20, what=fact
+        )
+    person = db.scalar("SELECT person_id FROM identity WHERE user_id = ?", str(MING))
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = await (await browser.new_context(base_url=bot.http_url)).new_page()
+        await page.goto("/pallas/login")
+        await page.fill("#token", TOKEN)
+        await page.click("#login")
+        await page.goto(f"/pallas/persons/{person}")
+        await page.fill(f"#fact-{ids['猫']} input[name=text]", "小明养了两只橘猫叫大橘和小橘")
+        await page.click(f"#edit-{ids['猫']}")
+        assert await page.inner_text("#said") == "改好了这条记忆"
+        await page.click(f"#forget-{ids['家']}")
+        assert await page.inner_text("#said") == "忘掉了这条记忆"
+        shown = await page.inner_text("main")
+        assert "忘掉了：「小明住在杭州西湖边」" in shown
+        assert "改过：「小明养了一只橘猫叫大橘」 → 「小明养了两只橘猫叫大橘和小橘」" in shown
+
+        model.script_when(MODEL, in_turn, call("reply", text="记得"))
+        await say(napcat, "还记得大橘和小橘吗？我住在杭州西湖边")
+        seen = prompt(model)
+        assert "小明养了两只橘猫叫大橘和小橘" in seen and "小明养了一只橘猫" not in seen
+        assert "小明住在杭州西湖边" not in seen
+
+        forgotten = db.scalar(
+            "SELECT id FROM memory_change WHERE entry_id = ? AND action = 'forgotten'", ids["家"]
+        )
+        await page.click(f"#restore-{forgotten}")  # put back from the change log
+        assert await page.inner_text("#said") == "恢复了这条记忆"
+        await browser.close()
+    model.script_when(MODEL, in_turn, call("reply", text="记得"))
+    await say(napcat, "还记得大橘和小橘吗？我住在杭州西湖边")
+    assert "小明住在杭州西湖边" in prompt(model)
+    actors = db.query("SELECT action, actor FROM memory_change WHERE actor = 'console'")
+    assert [row["action"] for row in actors] == ["corrected", "forgotten", "undone"]

@@ -1,5 +1,10 @@
-"""What memory adds to the console: a person's facts on their page, and forgetting one
-(docs/console.md). Plugged through the seam, so with memory off the page shows none."""
+"""What memory adds to the console: a person's facts on their page with the owner's edits
+(correct one, forget one, put one back from the change log), and forgetting through the API
+(docs/console.md). Plugged through the seam, so with memory off the page shows none.
+
+Every edit is a change in the memory's own log (`memory_change`, actor `console`), the same
+log a chat correction writes, and it shows in the next turn's recall.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,18 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
+from loguru import logger
 
+from pallas.core.numbers import read_db_id
 from pallas.platform.http_params import RowId
-from pallas.product.memory.store import MemoryStore
-from pallas.product.ports import PersonFacet
+from pallas.product.memory.store import ChangeRecord, MemoryStore
+from pallas.product.ports import PersonAction, PersonFacet
 
 PAGE_FACTS = 100
+PAGE_CHANGES = 20
+ACTOR = "console"
+# The change log's actions in the owner's words; only these can be put back.
+UNDOABLE = {"corrected": "改过", "forgotten": "忘掉了", "faded": "淡忘了"}
 
 
 def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRouter:
@@ -21,7 +32,7 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
 
     @router.post("/memory/{entry_id}/forget", tags=["persons"])
     async def forget(entry_id: RowId) -> dict[str, bool]:
-        record = await store.forget(entry_id, clock(), actor="console")
+        record = await store.forget(entry_id, clock(), actor=ACTOR)
         return {"forgotten": record is not None}
 
     return router
@@ -30,6 +41,54 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
 def memory_facet(store: MemoryStore) -> PersonFacet:
     async def facts(person_id: int, bots: Sequence[str]) -> Mapping[str, Any]:
         kept = await store.entries(person_id=person_id, limit=PAGE_FACTS)
-        return {"facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in kept]}
+        changes = await store.person_changes(person_id, PAGE_CHANGES)
+        return {
+            "facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in kept],
+            "memory_changes": [_change(c) for c in changes if c.action in UNDOABLE and c.before],
+        }
 
     return facts
+
+
+def _change(change: ChangeRecord) -> dict[str, Any]:
+    before = (change.before or {}).get("text", "")
+    after = (change.after or {}).get("text", "")
+    return {"id": change.id, "what": UNDOABLE[change.action], "before": before,
+            "after": after if change.action == "corrected" else "", "at": change.at}  # fmt: skip
+
+
+def memory_actions(store: MemoryStore) -> dict[str, PersonAction]:
+    """The person page's edits: by the entry's (or the change's) id, for this person only."""
+
+    async def edit(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        entry = await _own_entry(store, person_id, fields)
+        text = " ".join(fields.get("text", "").split())
+        if entry is None or not text:
+            return False
+        done = await store.correct(entry, now, actor=ACTOR, text=text)
+        logger.info("console: memory entry {} corrected by the owner", entry)
+        return done is not None
+
+    async def forget(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        entry = await _own_entry(store, person_id, fields)
+        if entry is None:
+            return False
+        logger.info("console: memory entry {} forgotten by the owner", entry)
+        return await store.forget(entry, now, actor=ACTOR) is not None
+
+    async def restore(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        change = read_db_id(fields.get("change_id", ""))
+        listed = {c.id for c in await store.person_changes(person_id, PAGE_CHANGES)}
+        if change is None or change not in listed:
+            return False
+        logger.info("console: memory change {} undone by the owner", change)
+        return await store.undo(change, now, actor=ACTOR) is not None
+
+    return {"memory_edit": edit, "memory_forget": forget, "memory_restore": restore}
+
+
+async def _own_entry(store: MemoryStore, person_id: int, fields: Mapping[str, str]) -> int | None:
+    """The form's entry id, when it names one of this person's entries."""
+    entry_id = read_db_id(fields.get("entry_id", ""))
+    record = await store.get(entry_id) if entry_id is not None else None
+    return entry_id if record is not None and record.person_id == person_id else None

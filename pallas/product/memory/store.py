@@ -453,6 +453,21 @@ class MemoryStore:
                 for row in await conn.execute(query)
             ]
 
+    async def person_changes(self, person_id: int, limit: int) -> list[ChangeRecord]:
+        """The newest changes to a person's entries, newest first (the console's undo list)."""
+        query = (
+            select(MemoryChange)
+            .join(MemoryEntry, MemoryEntry.id == MemoryChange.entry_id)
+            .where(MemoryEntry.person_id == person_id)
+            .order_by(MemoryChange.id.desc())
+            .limit(limit)
+        )
+        async with self._engine.connect() as conn:
+            return [
+                ChangeRecord(**{k: row._mapping[k] for k in ChangeRecord.__dataclass_fields__})
+                for row in await conn.execute(query)
+            ]
+
     async def count(self, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
         async with self._engine.connect() as conn:
             value = await conn.scalar(

@@ -1,6 +1,7 @@
 """What persona adds to the console (docs/console.md): a person's favorability, notes and
 standing in each chat on their page; lifting a silence or a blacklisting, dropping a note,
-an account's promises. Plugged through the seam, so with persona off the page shows none."""
+resetting a favorability (the page's actions), an account's promises. Plugged
+through the seam, so with persona off the page shows none."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Query
+from loguru import logger
 from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.numbers import read_db_id
 from pallas.platform.http_params import RowId, RowIdQuery
 from pallas.product.persona.promise_store import PromiseStore
 from pallas.product.persona.store import PersonaStore
 from pallas.product.persona.tables import Blacklist, Favorability, RageState
-from pallas.product.ports import PersonFacet
+from pallas.product.ports import PersonAction, PersonFacet
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,33 @@ async def standings(engine: AsyncEngine, person_id: int) -> list[Standing]:
             if stream_id not in seen:
                 rows.append(Standing(stream_id, 0.0, None, True))
     return rows
+
+
+def persona_actions(store: PersonaStore) -> dict[str, PersonAction]:
+    """The person page's edits: forgive in one chat, drop a note, reset a favorability."""
+
+    async def lift(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        stream_id = read_db_id(fields.get("stream_id", ""))
+        if stream_id is None:
+            return False
+        logger.info("console: person {} forgiven in chat {} by the owner", person_id, stream_id)
+        return await store.lift(stream_id, person_id, now)
+
+    async def drop_note(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        note_id = read_db_id(fields.get("note_id", ""))
+        self_id = fields.get("self_id", "")
+        mine = {note.id for note in await store.notes(self_id, [person_id])}
+        if note_id is None or note_id not in mine:
+            return False
+        logger.info("console: relation note {} dropped by the owner", note_id)
+        return await store.drop_note(note_id)
+
+    async def reset_favour(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
+        self_id = fields.get("self_id", "")
+        if not self_id.isdigit():
+            return False
+        logger.info("console: favorability of {} with {} reset by the owner", person_id, self_id)
+        await store.set_favorability(self_id, person_id, 0.0, "", now)
+        return True
+
+    return {"lift": lift, "note_drop": drop_note, "favour_reset": reset_favour}

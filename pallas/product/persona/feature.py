@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 
 from pallas.platform.smtp import SmtpConfig
@@ -23,7 +22,7 @@ from pallas.product.persona.commands import (
     PromiseCommand,
 )
 from pallas.product.persona.config import FollowUpConfig, PersonaKeys, PromiseConfig, RageConfig
-from pallas.product.persona.console import persona_facet, persona_routes
+from pallas.product.persona.console import persona_actions, persona_facet, persona_routes
 from pallas.product.persona.extracted_notes import RelationNoteTool
 from pallas.product.persona.follow_up import (
     FOLLOW_UP_KIND,
@@ -119,10 +118,8 @@ def _console(host: _Persona) -> None:
     host.plugs.add_api_routes(persona_routes(store, host.promises, clock))
     host.plugs.add_person_facet(persona_facet(host.core.engine, store))
 
-    async def lift(person_id: int, stream_id: int, now: datetime) -> bool:
-        return await store.lift(stream_id, person_id, now)
-
-    host.plugs.add_person_action("lift", lift)
+    for name, action in persona_actions(store).items():
+        host.plugs.add_person_action(name, action)
 
 
 def _rage(host: _Persona, config: Live[RageConfig]) -> None:

@@ -1,0 +1,61 @@
+"""The person page's memory edits on a real store: they touch only the page's person, write
+the memory's change log as `console`, and a forgetting can be put back (memory/console.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.memory.console import memory_actions, memory_facet
+from pallas.product.memory.store import MemoryKind, MemoryStatus, MemoryStore, NewMemory
+from pallas.store.timeline import MessageWritten, TimelineWriter
+from tests.support.inbound import group, message
+
+T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+
+
+async def _person(writer: TimelineWriter, user_id: str) -> MessageWritten:
+    written = await writer.write(message("在吗", stream=group("600"), user_id=user_id))
+    assert isinstance(written, MessageWritten)
+    return written
+
+
+async def _fact(store: MemoryStore, who: MessageWritten, text: str) -> int:
+    new = NewMemory(MemoryKind.FACT, who.stream_id, who.person_id, text, "extraction")
+    [done] = await store.remember([new], T0, actor="job:1")
+    return done.entry_id
+
+
+async def test_edits_touch_only_this_persons_entries_and_are_logged(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    ming, hong = await _person(writer, "42"), await _person(writer, "43")
+    store = MemoryStore(engine)
+    mine, hers = await _fact(store, ming, "小明喜欢榴莲"), await _fact(store, hong, "小红喜欢芒果")
+    act = memory_actions(store)
+
+    # A form that names someone else's entry, or no entry, changes nothing.
+    assert not await act["memory_edit"](ming.person_id, {"entry_id": str(hers), "text": "x"}, T0)
+    assert not await act["memory_forget"](ming.person_id, {"entry_id": "nope"}, T0)
+    assert not await act["memory_edit"](ming.person_id, {"entry_id": str(mine), "text": "  "}, T0)
+    assert (await store.get(hers)).text == "小红喜欢芒果"  # type: ignore[union-attr]
+
+    reworded = {"entry_id": str(mine), "text": "小明爱吃  榴莲"}
+    assert await act["memory_edit"](ming.person_id, reworded, T0)
+    assert (await store.get(mine)).text == "小明爱吃 榴莲"  # type: ignore[union-attr]
+    assert await act["memory_forget"](ming.person_id, {"entry_id": str(mine)}, T0)
+    assert (await store.get(mine)).status is MemoryStatus.FORGOTTEN  # type: ignore[union-attr]
+
+    page = await memory_facet(store)(ming.person_id, ())
+    assert page["facts"] == []
+    [forgotten, corrected] = page["memory_changes"]
+    assert (forgotten["what"], forgotten["before"]) == ("忘掉了", "小明爱吃 榴莲")
+    assert (corrected["before"], corrected["after"]) == ("小明喜欢榴莲", "小明爱吃 榴莲")
+    other = await memory_facet(store)(hong.person_id, ())
+    assert not await act["memory_restore"](hong.person_id, {"change_id": str(forgotten["id"])}, T0)
+    assert other["memory_changes"] == []
+    assert await act["memory_restore"](ming.person_id, {"change_id": str(forgotten["id"])}, T0)
+    assert (await store.get(mine)).status is MemoryStatus.ACTIVE  # type: ignore[union-attr]
+    actors = [change.actor for change in await store.changes(mine)]
+    assert actors == ["job:1", "console", "console", "console"]
