@@ -55,6 +55,7 @@ _deps = ConsoleDeps(
     routes=_runtime.extensions.plugged.api_routes,
     facets=_runtime.extensions.plugged.person_facets,
     person_actions=dict(_runtime.extensions.plugged.person_actions),
+    owner_pages=_runtime.extensions.plugged.owner_pages,
 )
 app.include_router(door_routes(_door))
 app.include_router(build_api(_deps))

@@ -35,7 +35,7 @@ from pallas.platform.http_params import OptionalRowIdQuery, RowId
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.llm.tools.toolset import ToolSetup
-from pallas.product.ports import PersonAction, PersonFacet
+from pallas.product.ports import OwnerPage, PersonAction, PersonFacet
 from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
 from pallas.providers.catalog import Catalog
 from pallas.store import console_reads
@@ -68,6 +68,7 @@ class ConsoleDeps:
     routes: Sequence[APIRouter] = ()
     facets: Sequence[PersonFacet] = ()
     person_actions: Mapping[str, PersonAction] = field(default_factory=dict)
+    owner_pages: Sequence[OwnerPage] = ()  # the features' own pages (`add_owner_page`)
 
 
 def build_api(deps: ConsoleDeps) -> APIRouter:

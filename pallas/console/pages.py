@@ -87,7 +87,8 @@ class Pages:
 
     def render(self, name: str, guest: Visitor | None, **values: Any) -> HTMLResponse:
         csrf = guest.csrf if guest else ""
-        html = self.env.get_template(name).render(csrf=csrf, **values)
+        menu = self.deps.owner_pages
+        html = self.env.get_template(name).render(csrf=csrf, owner_pages=menu, **values)
         return HTMLResponse(html)
 
     async def guest(self, request: Request, form_csrf: str = "") -> Visitor:
@@ -101,6 +102,7 @@ def build_pages(pages: Pages) -> APIRouter:
     _work(router, pages)
     _people(router, pages)
     _settings(router, pages)
+    _owner_pages(router, pages)
     return router
 
 
@@ -219,6 +221,28 @@ async def _overview_parts(deps: ConsoleDeps, seen: Overview) -> dict[str, Any]:
         "top": hour_top(seen.hours),
         "ticks": hour_ticks(seen.hours),
     }
+
+
+def _owner_pages(router: APIRouter, pages: Pages) -> None:
+    """The features' own pages: a shell here, drawn by the feature's script (read once)."""
+    plugged = {page.key: page for page in pages.deps.owner_pages}
+    scripts = {key: page.script.read_bytes() for key, page in plugged.items()}
+
+    @router.get("/pages/{key}")
+    async def owner_page(request: Request, key: str) -> Response:
+        guest = await guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        if key not in plugged:
+            raise HTTPException(404, "没有这个页面")
+        return pages.render("owner_page.html", guest, page=plugged[key])
+
+    @router.get("/pages/{key}/script.js")
+    async def owner_script(request: Request, key: str) -> Response:
+        await pages.guest(request)
+        if key not in scripts:
+            raise HTTPException(404, "没有这个页面")
+        return Response(scripts[key], media_type="text/javascript; charset=utf-8")
 
 
 def _work(router: APIRouter, pages: Pages) -> None:

@@ -48,7 +48,7 @@ from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import CharacterSource, ContextSource, TurnPreparer
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
-from pallas.product.ports import FactKeeper, Facts, PersonAction, PersonFacet
+from pallas.product.ports import FactKeeper, Facts, OwnerPage, PersonAction, PersonFacet
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import Section, SettingsRegistry
 from pallas.providers.manager import ModelManager
@@ -136,6 +136,7 @@ class Plugged:
     api_routes: tuple[APIRouter, ...] = ()
     person_facets: tuple[PersonFacet, ...] = ()
     person_actions: tuple[tuple[str, PersonAction], ...] = ()
+    owner_pages: tuple[OwnerPage, ...] = ()
 
 
 class _Collected:
@@ -238,6 +239,12 @@ class Plugs:
     def add_person_facet(self, facet: PersonFacet) -> None:
         """The feature's keys of a person's page on the console (what it keeps about them)."""
         self._collected.add("person_facets", facet)
+
+    def add_owner_page(self, page: OwnerPage) -> None:
+        """A page of the feature's own in the console's menu (a script over its API routes)."""
+        if any(taken.key == page.key for taken in self._collected.now("owner_pages")):
+            raise ValueError(f"a console page {page.key!r} is already plugged")
+        self._collected.add("owner_pages", page)
 
     def add_person_action(self, name: str, action: PersonAction) -> None:
         """Something the owner does from a person's page for one chat (the form posts to

@@ -5,7 +5,9 @@ feature; the one that provides the service plugs itself in at install."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from loguru import logger
@@ -46,6 +48,18 @@ class Facts:
 # What a feature adds to a person's page of the console: its keys of the page's data, for
 # the person and the bot accounts known (the console's persons/{id}).
 PersonFacet = Callable[[int, Sequence[str]], Awaitable[Mapping[str, Any]]]
+
+@dataclass(frozen=True)
+class OwnerPage:
+    """A page a feature adds to the console's menu: the console serves a signed-in shell with
+    the session's CSRF value, and the feature's own script draws it from the feature's API
+    routes (docs/console.md)."""
+
+    key: str  # the page is /pallas/pages/<key>
+    title: str  # its word in the menu
+    intro: str  # one sentence under its heading
+    script: Path  # the feature's script file
+
 
 # What a feature lets the owner do from a person's page (persona's "lift" of a silence or a
 # blacklisting, memory's correcting and forgetting): (person id, the form's fields, now) ->

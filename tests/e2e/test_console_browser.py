@@ -23,6 +23,7 @@ from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.model_bot import bot_with_model
+from tests.support.pictures import picture
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_701
@@ -292,6 +293,8 @@ async def test_pages_render_at_phone_and_desktop_width_with_text_inert(
         "models": "/pallas/models",
         "tools": "/pallas/tools",
         "sandbox": "/pallas/sandbox",
+        "stickers": "/pallas/pages/stickers",
+        "behaviors": "/pallas/pages/behaviors",
     }
     folder = os.environ.get("PALLAS_SCREENSHOTS", "")
     for name, path in paths.items():
@@ -400,3 +403,40 @@ def decided_or_handled(timeline: TimelineDb, message_id: int) -> bool:
             message_id,
         )
     )
+
+
+async def test_the_owner_adds_renames_and_removes_a_sticker_on_its_page(
+    page: Page, bot: BotProcess, tmp_path: Path
+) -> None:
+    timeline = TimelineDb(bot.db_path)
+    await page.set_viewport_size(DESKTOP)
+    await page.goto("/pallas/overview")
+    await page.click("nav >> text=表情包")  # a feature's own page, in the menu
+    await page.wait_for_url("**/pallas/pages/stickers")
+    drawn = tmp_path / "happy.png"
+    drawn.write_bytes(picture("orange", (24, 24)))
+    await page.set_input_files("#file", str(drawn))
+    await page.fill("#new-caption", "开心")
+    await page.click("#upload")
+    await page.locator("#said", has_text="加进去了").wait_for()
+    sha = str(timeline.scalar("SELECT sha256 FROM sticker WHERE caption = '开心'"))
+    short = sha[:12]
+    shown = page.locator(f"#caption-{short}")
+    await shown.wait_for()
+    loaded = "el => el.complete && el.naturalWidth > 0"
+    assert await page.locator("img.sticker").first.evaluate(loaded)  # the picture itself
+    await shown.fill("开心到转圈")
+    await page.click(f"#rename-{short}")
+    await page.locator("#said", has_text="改好了").wait_for()
+    assert timeline.scalar("SELECT caption FROM sticker WHERE sha256 = ?", sha) == "开心到转圈"
+    await page.click(f"#remove-{short}")
+    await page.locator("#said", has_text="移除了").wait_for()
+    await shown.wait_for(state="detached")
+    assert timeline.scalar("SELECT enabled FROM sticker WHERE sha256 = ?", sha) == 0
+    assert csp_refusals == []
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        text_file = await http.post("/pallas/api/stickers?caption=x", content=b"<svg onload=1>")
+        no_words = await http.post("/pallas/api/stickers", content=picture("red", (9, 9)))
+    assert (text_file.status_code, text_file.json()["detail"]) == (422, "这不是一张能用的图片")
+    assert no_words.status_code == 422

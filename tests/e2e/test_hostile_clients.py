@@ -154,6 +154,10 @@ ID_ROUTES = [
     ("POST", "/pallas/api/persons/1/lift?stream_id={id}"),
     ("DELETE", "/pallas/api/notes/{id}"),
     ("POST", "/pallas/api/memory/{id}/forget"),
+    ("PUT", "/pallas/api/behaviors/{id}"),
+    ("GET", "/pallas/api/stickers/{id}/file"),
+    ("PUT", "/pallas/api/stickers/{id}"),
+    ("DELETE", "/pallas/api/stickers/{id}"),
     ("GET", "/pallas/api/settings/gate/{id}"),
     ("PUT", "/pallas/api/settings/gate/{id}"),
     ("GET", "/pallas/api/settings/character/{id}"),
@@ -169,6 +173,8 @@ ID_ROUTES = [
     ("GET", "/pallas/settings/{id}/global"),
     ("GET", "/pallas/sandbox?chat={id}"),
     ("GET", "/pallas/static/{id}"),
+    ("GET", "/pallas/pages/{id}"),
+    ("GET", "/pallas/pages/{id}/script.js"),
 ]
 HUGE_IDS = [str(2**63), str(2**64), "9" * 23, "9" * 5_000, "-" + "9" * 30]
 ANSWERED = {200, 400, 404, 422}  # 200/400: a route that takes any name (a tool's) says so
@@ -211,6 +217,9 @@ def _shape(template: str) -> str:
         "/pallas/api/memory/{id}/forget": "/pallas/api/memory/{entry_id}/forget",
         "/pallas/api/settings/gate/{id}": "/pallas/api/settings/{key}/{scope_id}",
         "/pallas/api/tools/tool/{id}": "/pallas/api/tools/{kind}/{name}",
+        "/pallas/api/behaviors/{id}": "/pallas/api/behaviors/{entry_id}",
+        "/pallas/api/stickers/{id}": "/pallas/api/stickers/{sha256}",
+        "/pallas/api/stickers/{id}/file": "/pallas/api/stickers/{sha256}/file",
     }
     return names.get(path, path)
 

@@ -26,6 +26,9 @@ SELF_ID = 46_101
 MODEL = "e2e-memory"
 TOKEN = "memory-console-token"
 GROUP, OTHER_GROUP, THIRD_GROUP, MING = 7801, 7802, 7803, 8801
+# Chats and members of their own: an extraction run (per chat and time slot) and a person's
+# teaching allowance are not another test's.
+OWNER_GROUP, MANNERS_GROUP, GANG, HONG = 7806, 7805, 8803, 8802
 # The extraction runs this long after the turn: time for the test to script its answer.
 AGENT_FILE = "memory:\n  extraction_delay_s: 2\n"
 
@@ -81,6 +84,17 @@ async def say(
     event = napcat.group_message(group, MING, [at(SELF_ID), text(f" {words}")], nickname="小明")
     await napcat.send_event(event)
     await wait_for(lambda: napcat.sends() >= before + replies, timeout=15, what="the reply")
+    return event
+
+
+async def say_as(
+    napcat: NapCat, user: int, nickname: str, words: str, group: int
+) -> dict[str, Any]:
+    """Another member @s the bot in `group`; wait for its answer to be sent."""
+    before = napcat.sends()
+    event = napcat.group_message(group, user, [at(SELF_ID), text(f" {words}")], nickname=nickname)
+    await napcat.send_event(event)
+    await wait_for(lambda: napcat.sends() > before, timeout=15, what="the reply")
     return event
 
 
@@ -245,12 +259,12 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
     bot: BotProcess, napcat: NapCat, model: FakeModelServer
 ) -> None:
     db = TimelineDb(bot.db_path)
-    facts = {"猫": "小明养了一只橘猫叫大橘", "家": "小明住在杭州西湖边"}
+    facts = {"猫": "小刚养了一只橘猫叫大橘", "家": "小刚住在杭州西湖边"}
     model.script_when(MODEL, in_turn, call("reply", text="记住了"))
     said = "记住，我养了一只橘猫叫大橘，我住在杭州西湖边"
-    message_id = our_id(db, await say(napcat, said))
+    message_id = our_id(db, await say_as(napcat, GANG, "小刚", said, OWNER_GROUP))
     remember = [ToolCallSpec("memory__remember", json.dumps(
-        {"message_id": message_id, "about_user_id": str(MING), "kind": "fact", "text": fact},
+        {"message_id": message_id, "about_user_id": str(GANG), "kind": "fact", "text": fact},
         ensure_ascii=False)) for fact in facts.values()]  # fmt: skip
     model.script_when(MODEL, extraction_of(said), Reply("", tuple(remember)))
     found = "SELECT id FROM memory_entry WHERE text = ? AND status = 'active'"
@@ -259,7 +273,7 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
         ids[key] = await wait_for(
             lambda fact=fact: db.scalar(found, fact), timeout=20, what=fact
         )
-    person = db.scalar("SELECT person_id FROM identity WHERE user_id = ?", str(MING))
+    person = db.scalar("SELECT person_id FROM identity WHERE user_id = ?", str(GANG))
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -268,20 +282,20 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
         await page.fill("#token", TOKEN)
         await page.click("#login")
         await page.goto(f"/pallas/persons/{person}")
-        await page.fill(f"#fact-{ids['猫']} input[name=text]", "小明养了两只橘猫叫大橘和小橘")
+        await page.fill(f"#fact-{ids['猫']} input[name=text]", "小刚养了两只橘猫叫大橘和小橘")
         await page.click(f"#edit-{ids['猫']}")
         assert await page.inner_text("#said") == "改好了这条记忆"
         await page.click(f"#forget-{ids['家']}")
         assert await page.inner_text("#said") == "忘掉了这条记忆"
         shown = await page.inner_text("main")
-        assert "忘掉了：「小明住在杭州西湖边」" in shown
-        assert "改过：「小明养了一只橘猫叫大橘」 → 「小明养了两只橘猫叫大橘和小橘」" in shown
+        assert "忘掉了：「小刚住在杭州西湖边」" in shown
+        assert "改过：「小刚养了一只橘猫叫大橘」 → 「小刚养了两只橘猫叫大橘和小橘」" in shown
 
         model.script_when(MODEL, in_turn, call("reply", text="记得"))
-        await say(napcat, "还记得大橘和小橘吗？我住在杭州西湖边")
+        await say_as(napcat, GANG, "小刚", "还记得大橘和小橘吗？我住在杭州西湖边", OWNER_GROUP)
         seen = prompt(model)
-        assert "小明养了两只橘猫叫大橘和小橘" in seen and "小明养了一只橘猫" not in seen
-        assert "小明住在杭州西湖边" not in seen
+        assert "小刚养了两只橘猫叫大橘和小橘" in seen and "小刚养了一只橘猫" not in seen
+        assert "小刚住在杭州西湖边" not in seen
 
         forgotten = db.scalar(
             "SELECT id FROM memory_change WHERE entry_id = ? AND action = 'forgotten'", ids["家"]
@@ -290,7 +304,42 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
         assert await page.inner_text("#said") == "恢复了这条记忆"
         await browser.close()
     model.script_when(MODEL, in_turn, call("reply", text="记得"))
-    await say(napcat, "还记得大橘和小橘吗？我住在杭州西湖边")
-    assert "小明住在杭州西湖边" in prompt(model)
+    await say_as(napcat, GANG, "小刚", "还记得大橘和小橘吗？我住在杭州西湖边", OWNER_GROUP)
+    assert "小刚住在杭州西湖边" in prompt(model)
     actors = db.query("SELECT action, actor FROM memory_change WHERE actor = 'console'")
     assert [row["action"] for row in actors] == ["corrected", "forgotten", "undone"]
+
+
+async def test_a_groups_taught_behaviour_is_reworded_and_dropped_on_its_page(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db = TimelineDb(bot.db_path)
+    model.script_when(MODEL, in_turn, call("reply", text="好"))
+    said = "以后在这个群回复短一点"
+    # Another member teaches it: a person may teach only so much in half an hour.
+    message_id = our_id(db, await say_as(napcat, HONG, "小红", said, MANNERS_GROUP))
+    taught = call("memory__remember", message_id=message_id, about_user_id=None,
+                  kind="behavior", text="回复短一点")  # fmt: skip
+    model.script_when(MODEL, extraction_of(said), taught)
+    active = "SELECT id FROM memory_entry WHERE kind = 'behavior' AND status = 'active'"
+    rule = await wait_for(lambda: db.scalar(active), timeout=20, what="the taught behaviour")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = await (await browser.new_context(base_url=bot.http_url)).new_page()
+        await page.goto("/pallas/login")
+        await page.fill("#token", TOKEN)
+        await page.click("#login")
+        await page.click("nav >> text=教过的规矩")
+        await page.fill(f"#rule-{rule}", "回复再短一点，别超过一句")
+        await page.click(f"#reword-{rule}")
+        await page.locator("#said", has_text="改好了").wait_for()
+        model.script_when(MODEL, in_turn, call("reply", text="好"))
+        await say(napcat, "今天天气怎么样", group=MANNERS_GROUP)
+        assert "回复再短一点，别超过一句" in json.dumps(
+            model.requests_for(MODEL)[-1].body["messages"], ensure_ascii=False
+        )
+        await page.click(f"#drop-{rule}")
+        await page.locator("#said", has_text="删掉了").wait_for()
+        await page.locator(f"#rule-{rule}").wait_for(state="detached")
+        await browser.close()
+    assert db.scalar("SELECT status FROM memory_entry WHERE id = ?", rule) == "forgotten"

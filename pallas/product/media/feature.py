@@ -14,6 +14,8 @@ from loguru import logger
 from pallas.product.extensions import CoreServices, Extension, Plugs
 from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.media.config import MediaConfig, MediaKeys
+from pallas.product.media.console import PAGE as STICKER_PAGE
+from pallas.product.media.console import sticker_routes
 from pallas.product.media.describe import DescribeDeps, Labeller, describe_message
 from pallas.product.media.fetching import FETCH_KIND, MediaDeps, MediaStage, fetch_message_media
 from pallas.product.media.habit_store import StickerHabitStore
@@ -83,6 +85,8 @@ def install_media(plugs: Plugs, config: MediaConfig | None = None) -> None:
     _habit(media, labeller, live)
     _stickers(media, live)
     plugs.add_reply_form(VoiceReply(core.models, core.assets, core.clock, live))
+    plugs.add_api_routes(sticker_routes(media.library, core.assets, core.clock))
+    plugs.add_owner_page(STICKER_PAGE)
     for command in (
         CollectStickerCommand(media.library, describe, core.clock),
         StickerListCommand(media.library),

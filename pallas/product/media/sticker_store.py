@@ -101,6 +101,14 @@ class StickerLibrary:
             LibrarySticker(r[0], r[1], r[2], tuple(r[3].split()), r[4], r[5], r[6]) for r in rows
         ]
 
+    async def rename(self, sha256: str, caption: str) -> bool:
+        """The owner's caption for a sticker of the collection."""
+        async with self._writes.begin() as conn:
+            result = await conn.execute(
+                update(Sticker).where(Sticker.sha256 == sha256).values(caption=caption[:80])
+            )
+        return bool(result.rowcount)
+
     async def set_enabled(self, sha256: str, enabled: bool) -> bool:
         async with self._writes.begin() as conn:
             result = await conn.execute(

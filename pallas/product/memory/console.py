@@ -1,6 +1,7 @@
 """What memory adds to the console: a person's facts on their page with the owner's edits
-(correct one, forget one, put one back from the change log), and forgetting through the API
-(docs/console.md). Plugged through the seam, so with memory off the page shows none.
+(correct one, forget one, put one back from the change log), forgetting through the API, and
+a page of what each group taught about manners, reworded or dropped there (docs/console.md).
+Plugged through the seam, so with memory off the page shows none.
 
 Every edit is a change in the memory's own log (`memory_change`, actor `console`), the same
 log a chat correction writes, and it shows in the next turn's recall.
@@ -10,21 +11,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from loguru import logger
+from pydantic import BaseModel, Field
 
 from pallas.core.numbers import read_db_id
 from pallas.platform.http_params import RowId
-from pallas.product.memory.store import ChangeRecord, MemoryStore
-from pallas.product.ports import PersonAction, PersonFacet
+from pallas.product.memory.store import ChangeRecord, MemoryKind, MemoryStore
+from pallas.product.ports import OwnerPage, PersonAction, PersonFacet
 
 PAGE_FACTS = 100
 PAGE_CHANGES = 20
 ACTOR = "console"
 # The change log's actions in the owner's words; only these can be put back.
 UNDOABLE = {"corrected": "改过", "forgotten": "忘掉了", "faded": "淡忘了"}
+
+
+BEHAVIOR_PAGE = OwnerPage(
+    key="behaviors",
+    title="教过的规矩",
+    intro="各个群教给机器人的规矩（比如“在这个群别发表情包”）：可以改写，也可以删掉。",
+    script=Path(__file__).parent / "static" / "behaviors.js",
+)
+
+
+class Rewording(BaseModel):
+    text: str = Field(min_length=1, max_length=500)
 
 
 def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRouter:
@@ -34,6 +49,21 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
     async def forget(entry_id: RowId) -> dict[str, bool]:
         record = await store.forget(entry_id, clock(), actor=ACTOR)
         return {"forgotten": record is not None}
+
+    @router.get("/behaviors", tags=["memory"])
+    async def behaviors() -> list[dict[str, Any]]:
+        """What each group taught about manners, newest first."""
+        taught = await store.entries(kind=MemoryKind.BEHAVIOR, limit=PAGE_FACTS)
+        return [{"id": b.id, "text": b.text, "stream_id": b.stream_id} for b in taught]
+
+    @router.put("/behaviors/{entry_id}", tags=["memory"])
+    async def reword(entry_id: RowId, body: Rewording) -> dict[str, bool]:
+        record = await store.get(entry_id)
+        if record is None or record.kind is not MemoryKind.BEHAVIOR:
+            raise HTTPException(404, "没有这条规矩")
+        done = await store.correct(entry_id, clock(), actor=ACTOR, text=body.text)
+        logger.info("console: behavior {} reworded by the owner", entry_id)
+        return {"reworded": done is not None}
 
     return router
 

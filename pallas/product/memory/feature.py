@@ -17,7 +17,12 @@ from pallas.product.llm.assembler.context import ContextBlock, ContextSource
 from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.memory.commands import ForgetMeCommand
 from pallas.product.memory.config import MemoryConfig, MemoryKeys
-from pallas.product.memory.console import memory_actions, memory_facet, memory_routes
+from pallas.product.memory.console import (
+    BEHAVIOR_PAGE,
+    memory_actions,
+    memory_facet,
+    memory_routes,
+)
 from pallas.product.memory.decay import DECAY, DECAY_KIND, run_decay
 from pallas.product.memory.embedding import Embedder
 from pallas.product.memory.extraction import (
@@ -96,6 +101,7 @@ def _install_keeping(plugs: Plugs, store: MemoryStore) -> None:
     plugs.add_person_facet(memory_facet(store))
     for name, action in memory_actions(store).items():
         plugs.add_person_action(name, action)
+    plugs.add_owner_page(BEHAVIOR_PAGE)
 
 
 EXTENSION = memory_extension()
