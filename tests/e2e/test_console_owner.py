@@ -4,14 +4,16 @@ list says why it is empty, the chart has axes, and the owner can sign out."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-from tests.e2e.test_console_browser import CHROMIUM, FLAGS
+from tests.e2e.test_console_browser import CHROMIUM, DESKTOP, FLAGS, PHONE
 from tests.support.bot_process import BotProcess
 from tests.support.fake_napcat import FakeNapCat, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -54,6 +56,13 @@ async def test_the_overview_says_what_is_missing_and_what_to_do_first(page: Page
     assert "NapCat 还没有连上" in gaps and "/onebot/v11/ws" in gaps
     guide = await page.inner_text("#guide")
     assert "连上 NapCat" in guide and "设置一个聊天模型" in guide and "在沙盒里试一句" in guide
+    assert await page.inner_text("#cost b") == "未设价格"
+    if folder := os.environ.get("PALLAS_SCREENSHOTS", ""):
+        for width_name, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            await page.set_viewport_size(size)
+            target = Path(folder) / f"console-first-run-{width_name}.png"
+            await page.screenshot(path=str(target), full_page=True)
+        await page.set_viewport_size(DESKTOP)
 
 
 async def test_the_sandbox_says_an_at_goes_unanswered_without_a_model(page: Page) -> None:
