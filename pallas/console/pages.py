@@ -27,6 +27,7 @@ from pallas.console.overview import Overview, overview
 from pallas.console.setup_gaps import first_run, has_chat_model, priced, setup_gaps
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.console.words import JOB_KINDS, JOB_STATES, MODEL_TYPES, PURPOSES, chat_key, word
+from pallas.platform.sandbox import SANDBOX
 from pallas.product.conversation.plain_trail import (
     KIND_WORDS,
     STATUS_WORDS,
@@ -44,17 +45,26 @@ from pallas.store.llm_usage import cost_report, turn_spending
 TEMPLATES = Path(__file__).parent / "templates"
 WIRE_NAME = re.compile(r"\b([a-z][a-z0-9_]*?)__([a-z][a-z0-9_]*)\b")
 MAX_FORM_BYTES = 64 * 1024
-MAX_FIELD_CHARS = 2_000  # one field of a person page's form (a memory's new wording)
+MAX_FIELD_CHARS = 300  # one field of a person page's form: a memory holds at most 300
 WEEK = timedelta(days=7)
-# What the person page says after one of its actions.
+# What the person page says after one of its actions (a feature's new action: 这个操作).
 ACTION_WORDS = {
-    "memory_edit": "改好了这条记忆",
-    "memory_forget": "忘掉了这条记忆",
-    "memory_restore": "恢复了这条记忆",
-    "lift": "原谅了TA",
-    "note_drop": "删掉了这条备注",
-    "favour_reset": "好感清零了",
+    "memory_edit": "改这条记忆",
+    "memory_forget": "忘掉这条记忆",
+    "memory_restore": "恢复这条记忆",
+    "lift": "原谅TA",
+    "note_drop": "删掉这条备注",
+    "favour_reset": "好感清零",
 }
+
+
+def action_said(done: str, refused: str) -> str:
+    """The line at the top of the person page after an action (pure)."""
+    if done:
+        return f"{ACTION_WORDS.get(done, '这个操作')}：做好了。"
+    if refused:
+        return f"{ACTION_WORDS.get(refused, '这个操作')}：没有做成（可能已经变了，刷新看看）。"
+    return ""
 
 
 def environment() -> Environment:
@@ -199,6 +209,8 @@ def _reading(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         turn = await trace(deps.engine, turn_id)
+        if not turn.events and not turn.outbox:
+            raise HTTPException(404, "没有这一轮")
         story = turn_headline(turn, await _turn_cost(deps, turn_id))
         return pages.render("trace.html", guest, turn=turn, story=story)
 
@@ -211,8 +223,7 @@ async def _turn_cost(deps: ConsoleDeps, turn_id: int) -> TurnCost:
 async def _overview_parts(deps: ConsoleDeps, seen: Overview) -> dict[str, Any]:
     """What the overview shows beside the counts: what is missing, the first-run steps, and
     the chart with its axes."""
-    chats = await console_reads.chats(deps.engine)
-    tried = any(c.platform == "sandbox" and c.messages for c in chats)
+    tried = await console_reads.platform_has_messages(deps.engine, SANDBOX)
     return {
         "gaps": setup_gaps(deps.catalog, seen.bots, await inventory(deps.tools)),
         "steps": first_run(bool(seen.bots), has_chat_model(deps.catalog), tried),
@@ -309,8 +320,7 @@ def _people(router: APIRouter, pages: Pages) -> None:
         if isinstance(guest, Response):
             return guest
         detail = await person_detail(deps, person_id)
-        said = ACTION_WORDS.get(done) or (f"没有改成：{ACTION_WORDS[refused]}" if refused
-                                          in ACTION_WORDS else "")  # fmt: skip
+        said = action_said(done, refused)
         return pages.render("person.html", guest, d=detail, said=said, refused=bool(refused))
 
     @router.post("/persons/{person_id}/{action}")
@@ -321,8 +331,11 @@ def _people(router: APIRouter, pages: Pages) -> None:
         run = deps.person_actions.get(action)
         if run is None:
             raise HTTPException(404, "没有这个操作")
-        fields = {name: given[-1][:MAX_FIELD_CHARS] for name, given in form.items()}
-        done = await run(person_id, fields, deps.clock())
+        if await console_reads.person(deps.engine, person_id) is None:
+            raise HTTPException(404, "没有这个人")
+        fields = {name: given[-1] for name, given in form.items()}
+        too_long = any(len(value) > MAX_FIELD_CHARS for value in fields.values())
+        done = not too_long and await run(person_id, fields, deps.clock())
         outcome = "done" if done else "refused"
         return RedirectResponse(f"/pallas/persons/{person_id}?{outcome}={action}", 303)
 

@@ -247,8 +247,8 @@ class Plugs:
         self._collected.add("owner_pages", page)
 
     def add_person_action(self, name: str, action: PersonAction) -> None:
-        """Something the owner does from a person's page for one chat (the form posts to
-        /pallas/persons/{person}/{name})."""
+        """An edit the owner makes on a person's page: the form posts its fields to
+        /pallas/persons/{person}/{name}, and the action checks them against the person."""
         if any(taken == name for taken, _ in self._collected.now("person_actions")):
             raise ValueError(f"person action {name!r} plugged twice")
         self._collected.add("person_actions", (name, action))

@@ -203,3 +203,15 @@ async def group_title(engine: AsyncEngine, stream_id: int) -> str:
     if row is None:
         return ""
     return f"{row.name}（群 {row.external_id}）" if row.name else f"群 {row.external_id}"
+
+
+async def platform_has_messages(engine: AsyncEngine, platform: str) -> bool:
+    """Whether any chat of `platform` holds a message (the sandbox was tried)."""
+    query = (
+        select(Message.id)
+        .join(Stream, Stream.id == Message.stream_id)
+        .where(Stream.platform == platform)
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        return (await conn.execute(query)).first() is not None

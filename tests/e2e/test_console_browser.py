@@ -19,7 +19,7 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from tests.support.bot_process import BotProcess
-from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec, silent_wav
 from tests.support.fake_napcat import FakeNapCat, at, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.model_bot import bot_with_model
@@ -436,7 +436,11 @@ async def test_the_owner_adds_renames_and_removes_a_sticker_on_its_page(
     assert csp_refusals == []
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
-        text_file = await http.post("/pallas/api/stickers?caption=x", content=b"<svg onload=1>")
-        no_words = await http.post("/pallas/api/stickers", content=picture("red", (9, 9)))
-    assert (text_file.status_code, text_file.json()["detail"]) == (422, "这不是一张能用的图片")
-    assert no_words.status_code == 422
+        refused = [
+            await http.post("/pallas/api/stickers?caption=x", content=body)
+            for body in (b"<svg onload=1>", silent_wav())  # a page, a sound: not a sticker
+        ]
+        blank = await http.post("/pallas/api/stickers?caption=%20", content=picture("red"))
+        renamed = await http.put(f"/pallas/api/stickers/{'0' * 64}", json={"caption": "x"})
+    assert [r.json()["detail"][:10] for r in refused] == ["这不是一张能用的图片"] * 2
+    assert blank.status_code == 422 and renamed.status_code == 404

@@ -284,9 +284,9 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
         await page.goto(f"/pallas/persons/{person}")
         await page.fill(f"#fact-{ids['猫']} input[name=text]", "小刚养了两只橘猫叫大橘和小橘")
         await page.click(f"#edit-{ids['猫']}")
-        assert await page.inner_text("#said") == "改好了这条记忆"
+        assert await page.inner_text("#said") == "改这条记忆：做好了。"
         await page.click(f"#forget-{ids['家']}")
-        assert await page.inner_text("#said") == "忘掉了这条记忆"
+        assert await page.inner_text("#said") == "忘掉这条记忆：做好了。"
         shown = await page.inner_text("main")
         assert "忘掉了：「小刚住在杭州西湖边」" in shown
         assert "改过：「小刚养了一只橘猫叫大橘」 → 「小刚养了两只橘猫叫大橘和小橘」" in shown
@@ -301,7 +301,7 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
             "SELECT id FROM memory_change WHERE entry_id = ? AND action = 'forgotten'", ids["家"]
         )
         await page.click(f"#restore-{forgotten}")  # put back from the change log
-        assert await page.inner_text("#said") == "恢复了这条记忆"
+        assert await page.inner_text("#said") == "恢复这条记忆：做好了。"
         await browser.close()
     model.script_when(MODEL, in_turn, call("reply", text="记得"))
     await say_as(napcat, GANG, "小刚", "还记得大橘和小橘吗？我住在杭州西湖边", OWNER_GROUP)

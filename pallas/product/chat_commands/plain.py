@@ -49,6 +49,8 @@ def _turn_words(path: MessagePath) -> str:
         failed = next((e for e in path.turn.events if e.kind == "agent_failed"), None)
         why = FAILURE_WORDS.get(failed.reason, OTHER) if failed else ""
         return f"{said}我想回，但模型没能给出回答" + (f"（{why}）。" if why else "。")
+    if decided.reason == "wait":
+        return f"{said}我看到了，在等大家多说几句再回。"
     if decided.reason == "silent":
         return f"{said}我看过了，决定不接：{decided.payload.get('reason', '')}".rstrip("：") + "。"
     if any(row.status == "sent" for row in path.turn.outbox):

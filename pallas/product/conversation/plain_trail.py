@@ -120,6 +120,12 @@ STEP_NAMES = {
     "delivery_expired": "太久没发出，已作废",
     "delivery_dropped": "让位给更新的回复",
     "delivery_recovered": "重启后核对发送",
+    "inbound_duplicate": "又收到一次（重复的投递，没再处理）",
+    "message_recalled": "被撤回了",
+    "member_joined": "有人进群",
+    "member_left": "有人退群",
+    "group_notice": "群通知",
+    "turn_competition": "这个群正有一轮在处理，等它结束",
 }
 DECISION_WORDS = {"reply": "回复", "silent": "不说话", "wait": "再等等", "react": "表情回应",
                   "poke": "戳一戳", "sticker": "发表情包"}  # fmt: skip
@@ -207,7 +213,9 @@ def message_headline(path: MessagePath, cost: TurnCost | None = None) -> str:
         return "静默了：记下了，但没有任何回应（可能我在生气，或者说话的人被拉黑了）。"
     dropped = _first(path.events, "gate_dropped") or _turn_event(path.turn, "gate_dropped")
     if dropped is not None:
-        return f"没理：{GATE_WORDS.get(dropped.reason, OTHER)}。"
+        acted = _first(path.events, "stage_acted")  # a repeat or a poke back, no words
+        done = f"（只是{stage_words(acted.reason)}）" if acted else ""
+        return f"没理{done}：{GATE_WORDS.get(dropped.reason, OTHER)}。"
     if path.turn is None:
         handled = _first(path.events, "stage_handled")
         if handled is not None:
@@ -231,6 +239,8 @@ def turn_headline(turn: TurnTrace, cost: TurnCost | None = None, because: str = 
     if decided.reason == "silent":
         said = decided.payload.get("reason")
         return f"看过了，没接：{lead}{said or '模型决定不说话'}{spent}。"
+    if decided.reason == "wait":
+        return f"先等等，看大家还说什么：{lead}{spent.removeprefix('；')}。".replace("：。", "。")
     how = "" if decided.reason == "reply" else f"（{DECISION_WORDS.get(decided.reason, OTHER)}）"
     return f"回了{how}：{lead.rstrip('；')}{spent}；{_arrived(turn.outbox)}。".replace("：；", "：")
 

@@ -27,7 +27,8 @@ PAGE_FACTS = 100
 PAGE_CHANGES = 20
 ACTOR = "console"
 # The change log's actions in the owner's words; only these can be put back.
-UNDOABLE = {"corrected": "改过", "forgotten": "忘掉了", "faded": "淡忘了"}
+UNDOABLE = {"corrected": "改过", "forgotten": "忘掉了"}
+MAX_WORDS = 300  # what an entry holds (store.MAX_TEXT_CHARS): longer is refused, not cut
 
 
 BEHAVIOR_PAGE = OwnerPage(
@@ -39,7 +40,7 @@ BEHAVIOR_PAGE = OwnerPage(
 
 
 class Rewording(BaseModel):
-    text: str = Field(min_length=1, max_length=500)
+    text: str = Field(min_length=1, max_length=MAX_WORDS)
 
 
 def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRouter:
@@ -48,6 +49,8 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
     @router.post("/memory/{entry_id}/forget", tags=["persons"])
     async def forget(entry_id: RowId) -> dict[str, bool]:
         record = await store.forget(entry_id, clock(), actor=ACTOR)
+        if record is not None:
+            logger.info("console: memory entry {} forgotten by the owner", entry_id)
         return {"forgotten": record is not None}
 
     @router.get("/behaviors", tags=["memory"])
@@ -59,11 +62,15 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
     @router.put("/behaviors/{entry_id}", tags=["memory"])
     async def reword(entry_id: RowId, body: Rewording) -> dict[str, bool]:
         record = await store.get(entry_id)
+        words = " ".join(body.text.split())
         if record is None or record.kind is not MemoryKind.BEHAVIOR:
             raise HTTPException(404, "没有这条规矩")
-        done = await store.correct(entry_id, clock(), actor=ACTOR, text=body.text)
+        if not words:
+            raise HTTPException(422, "规矩不能是空的")
+        if await store.correct(entry_id, clock(), actor=ACTOR, text=words) is None:
+            raise HTTPException(404, "这条规矩已经不在了")
         logger.info("console: behavior {} reworded by the owner", entry_id)
-        return {"reworded": done is not None}
+        return {"reworded": True}
 
     return router
 
@@ -71,13 +78,21 @@ def memory_routes(store: MemoryStore, clock: Callable[[], datetime]) -> APIRoute
 def memory_facet(store: MemoryStore) -> PersonFacet:
     async def facts(person_id: int, bots: Sequence[str]) -> Mapping[str, Any]:
         kept = await store.entries(person_id=person_id, limit=PAGE_FACTS)
-        changes = await store.person_changes(person_id, PAGE_CHANGES)
         return {
             "facts": [{"id": f.id, "text": f.text, "kind": f.kind.value} for f in kept],
-            "memory_changes": [_change(c) for c in changes if c.action in UNDOABLE and c.before],
+            "memory_changes": [_change(c) for c in await _undoable(store, person_id)],
         }
 
     return facts
+
+
+async def _undoable(store: MemoryStore, person_id: int) -> list[ChangeRecord]:
+    """Each entry's newest change, when it is one the owner may take back: a change already
+    undone, or one a later change built on, is not offered (undoing it would lose that)."""
+    newest: dict[int, ChangeRecord] = {}
+    for change in await store.person_changes(person_id, PAGE_CHANGES):
+        newest.setdefault(change.entry_id, change)
+    return [c for c in newest.values() if c.action in UNDOABLE and c.before]
 
 
 def _change(change: ChangeRecord) -> dict[str, Any]:
@@ -93,7 +108,7 @@ def memory_actions(store: MemoryStore) -> dict[str, PersonAction]:
     async def edit(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
         entry = await _own_entry(store, person_id, fields)
         text = " ".join(fields.get("text", "").split())
-        if entry is None or not text:
+        if entry is None or not text or len(text) > MAX_WORDS:
             return False
         done = await store.correct(entry, now, actor=ACTOR, text=text)
         logger.info("console: memory entry {} corrected by the owner", entry)
@@ -108,8 +123,8 @@ def memory_actions(store: MemoryStore) -> dict[str, PersonAction]:
 
     async def restore(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
         change = read_db_id(fields.get("change_id", ""))
-        listed = {c.id for c in await store.person_changes(person_id, PAGE_CHANGES)}
-        if change is None or change not in listed:
+        offered = {c.id for c in await _undoable(store, person_id)}  # what the page lists
+        if change is None or change not in offered:
             return False
         logger.info("console: memory change {} undone by the owner", change)
         return await store.undo(change, now, actor=ACTOR) is not None

@@ -105,7 +105,7 @@ async def standings(engine: AsyncEngine, person_id: int) -> list[Standing]:
     return rows
 
 
-def persona_actions(store: PersonaStore) -> dict[str, PersonAction]:
+def persona_actions(engine: AsyncEngine, store: PersonaStore) -> dict[str, PersonAction]:
     """The person page's edits: forgive in one chat, drop a note, reset a favorability."""
 
     async def lift(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
@@ -126,8 +126,8 @@ def persona_actions(store: PersonaStore) -> dict[str, PersonAction]:
 
     async def reset_favour(person_id: int, fields: Mapping[str, str], now: datetime) -> bool:
         self_id = fields.get("self_id", "")
-        if not self_id.isdigit():
-            return False
+        if self_id not in await favorability_of(engine, person_id):
+            return False  # only an account that feels something about them
         logger.info("console: favorability of {} with {} reset by the owner", person_id, self_id)
         await store.set_favorability(self_id, person_id, 0.0, "", now)
         return True

@@ -118,7 +118,7 @@ def _console(host: _Persona) -> None:
     host.plugs.add_api_routes(persona_routes(store, host.promises, clock))
     host.plugs.add_person_facet(persona_facet(host.core.engine, store))
 
-    for name, action in persona_actions(store).items():
+    for name, action in persona_actions(host.core.engine, store).items():
         host.plugs.add_person_action(name, action)
 
 

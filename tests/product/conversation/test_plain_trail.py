@@ -66,9 +66,6 @@ def test_every_stable_word_has_chinese_words(
     vocabulary: type[StrEnum], words: dict[str, str]
 ) -> None:
     missing = {member.value for member in vocabulary} - set(words)
-    if vocabulary is EventKind:  # the timeline's own kinds never show in a message's trail
-        missing -= {"inbound_duplicate", "message_recalled", "member_joined", "member_left",
-                    "group_notice", "turn_competition"}  # fmt: skip
     assert missing == set()
     assert not any(CODE.search(text) for text in words.values())
 
@@ -122,3 +119,11 @@ def test_steps_read_as_words_with_no_code() -> None:
     assert lines[3] == "决定：不说话（不关我事）"
     assert lines[-1] == "想发表情包但没找到：开心"
     assert not any(CODE.search(line) for line in lines)
+
+
+def test_a_wait_and_a_repeat_are_not_told_as_replies() -> None:
+    waited = TurnTrace(3, (event("agent_decided", "wait"),), ())
+    assert turn_headline(waited) == "先等等，看大家还说什么。"
+    steps = (event("stage_acted", "repeated"), event("gate_dropped", "attention_filtered"))
+    told = message_headline(MessagePath(7, "+1", False, steps, None))
+    assert told == "没理（只是跟着复读了）：这句话没有叫我，群里也没在跟我说话。"

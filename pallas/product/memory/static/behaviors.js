@@ -15,7 +15,7 @@
     line.className = bad ? "problem" : "saved";
   }
   function row(rule) {
-    const words = node("input", {type: "text", value: rule.text, maxLength: 500, id: "rule-" + rule.id});
+    const words = node("input", {type: "text", value: rule.text, maxLength: 300, id: "rule-" + rule.id});
     const save = node("button", {textContent: "改写", id: "reword-" + rule.id, onclick: async () => {
       const answer = await send(api + "/behaviors/" + rule.id, {method: "PUT",
         headers: {"Content-Type": "application/json"}, body: JSON.stringify({text: words.value})});
