@@ -14,7 +14,8 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from tests.e2e.test_console_browser import CHROMIUM, DESKTOP, FLAGS, PHONE
-from tests.support.bot_process import BotProcess
+from tests.support.bot_process import BotProcess, running
+from tests.support.console_api import signed_in_page
 from tests.support.fake_napcat import FakeNapCat, text
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import wait_for
@@ -24,28 +25,17 @@ TOKEN = "owner-console-token"
 
 @pytest.fixture(scope="module")
 async def bot(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BotProcess]:
-    process = BotProcess(
-        tmp_path_factory.mktemp("owner"), token=ACCESS_TOKEN, env={"PALLAS_CONSOLE_TOKEN": TOKEN}
-    )
-    process.start()
-    try:
-        await process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+    env = {"PALLAS_CONSOLE_TOKEN": TOKEN}
+    workdir = tmp_path_factory.mktemp("owner")
+    async with running(BotProcess(workdir, token=ACCESS_TOKEN, env=env)) as bot:
+        yield bot
 
 
 @pytest.fixture(scope="module")
 async def page(bot: BotProcess) -> AsyncIterator[Page]:
     async with async_playwright() as playwright:
         browser: Browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        context = await browser.new_context(base_url=bot.http_url)
-        opened = await context.new_page()
-        await opened.goto("/pallas/login")
-        await opened.fill("#token", TOKEN)
-        await opened.click("#login")
-        await opened.wait_for_url("**/pallas/overview")
-        yield opened
+        yield await signed_in_page(browser, bot, TOKEN)
         await browser.close()
 
 

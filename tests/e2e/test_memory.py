@@ -16,7 +16,7 @@ from playwright.async_api import async_playwright
 
 from tests.e2e.test_console_browser import CHROMIUM, FLAGS
 from tests.support.bot_process import BotProcess
-from tests.support.console_api import put_settings
+from tests.support.console_api import put_settings, signed_in_page
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -277,10 +277,7 @@ async def test_an_owner_corrects_and_forgets_from_the_person_page_and_the_next_p
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await (await browser.new_context(base_url=bot.http_url)).new_page()
-        await page.goto("/pallas/login")
-        await page.fill("#token", TOKEN)
-        await page.click("#login")
+        page = await signed_in_page(browser, bot, TOKEN)
         await page.goto(f"/pallas/persons/{person}")
         await page.fill(f"#fact-{ids['猫']} input[name=text]", "小刚养了两只橘猫叫大橘和小橘")
         await page.click(f"#edit-{ids['猫']}")
@@ -325,10 +322,7 @@ async def test_a_groups_taught_behaviour_is_reworded_and_dropped_on_its_page(
     rule = await wait_for(lambda: db.scalar(active), timeout=20, what="the taught behaviour")
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await (await browser.new_context(base_url=bot.http_url)).new_page()
-        await page.goto("/pallas/login")
-        await page.fill("#token", TOKEN)
-        await page.click("#login")
+        page = await signed_in_page(browser, bot, TOKEN)
         await page.click("nav >> text=教过的规矩")
         await page.fill(f"#rule-{rule}", "回复再短一点，别超过一句")
         await page.click(f"#reword-{rule}")

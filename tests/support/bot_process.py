@@ -8,7 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,14 @@ class BotProcess:
         self.start()
         assert self._proc is not None
         return self._proc.wait(timeout=timeout)
+
+
+@asynccontextmanager
+async def running(process: BotProcess) -> AsyncIterator[BotProcess]:
+    """The bot started and ready; stopped however the block ends."""
+    process.start()
+    try:
+        await process.wait_ready()
+        yield process
+    finally:
+        process.stop()

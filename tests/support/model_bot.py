@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.support.bot_process import BotProcess
+from tests.support.bot_process import BotProcess, running
 from tests.support.fake_llm import FakeModelServer
 from tests.support.fixtures import ACCESS_TOKEN
 
@@ -31,10 +31,5 @@ async def bot_with_model(
         "LLM_API_KEY": "sk-e2e",
         **(env or {}),
     }
-    process = BotProcess(workdir, token=ACCESS_TOKEN, env=settings)
-    process.start()
-    try:
-        await process.wait_ready()
+    async with running(BotProcess(workdir, token=ACCESS_TOKEN, env=settings)) as process:
         yield process
-    finally:
-        process.stop()

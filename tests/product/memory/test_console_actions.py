@@ -8,31 +8,20 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.memory.console import memory_actions, memory_facet
-from pallas.product.memory.store import MemoryKind, MemoryStatus, MemoryStore, NewMemory
-from pallas.store.timeline import MessageWritten, TimelineWriter
-from tests.support.inbound import group, message
+from pallas.product.memory.store import MemoryStatus, MemoryStore
+from pallas.store.timeline import TimelineWriter
+from tests.support.memory_facts import kept_fact, speaker
 
 T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
-
-
-async def _person(writer: TimelineWriter, user_id: str) -> MessageWritten:
-    written = await writer.write(message("在吗", stream=group("600"), user_id=user_id))
-    assert isinstance(written, MessageWritten)
-    return written
-
-
-async def _fact(store: MemoryStore, who: MessageWritten, text: str) -> int:
-    new = NewMemory(MemoryKind.FACT, who.stream_id, who.person_id, text, "extraction")
-    [done] = await store.remember([new], T0, actor="job:1")
-    return done.entry_id
 
 
 async def test_edits_touch_only_this_persons_entries_and_are_logged(
     engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
-    ming, hong = await _person(writer, "42"), await _person(writer, "43")
+    ming, hong = await speaker(writer, "42", "600"), await speaker(writer, "43", "600")
     store = MemoryStore(engine)
-    mine, hers = await _fact(store, ming, "小明喜欢榴莲"), await _fact(store, hong, "小红喜欢芒果")
+    mine = await kept_fact(store, ming, "小明喜欢榴莲", T0)
+    hers = await kept_fact(store, hong, "小红喜欢芒果", T0)
     act = memory_actions(store)
 
     # A form that names someone else's entry, or no entry, changes nothing.

@@ -14,10 +14,11 @@ from pallas.product.conversation.ingress import StoredMessage
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.commands import FORGET_WINDOW, ForgetMeCommand
 from pallas.product.memory.recall_reads import RecallScope, recall_entries
-from pallas.product.memory.store import MemoryKind, MemoryStatus, MemoryStore, NewMemory
+from pallas.product.memory.store import MemoryStatus, MemoryStore
 from pallas.store.conversation import WindowLine
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.support.inbound import group, message
+from tests.support.memory_facts import kept_fact, speaker
 
 T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 SELF_LINE = "我喜欢吃榴莲"  # a line the filter lets through
@@ -38,25 +39,13 @@ def test_the_cursors_own_line_is_not_read_again() -> None:
     assert [c.message_id for c in pick_candidates(lines, 5, 10)] == [6]
 
 
-async def _speaker(writer: TimelineWriter, user_id: str) -> MessageWritten:
-    written = await writer.write(message("在吗", stream=group("guards"), user_id=user_id))
-    assert isinstance(written, MessageWritten)
-    return written
-
-
-async def _fact(store: MemoryStore, who: MessageWritten, text: str) -> int:
-    new = NewMemory(MemoryKind.FACT, who.stream_id, who.person_id, text, "extraction")
-    [done] = await store.remember([new], T0, actor="job:1")
-    return done.entry_id
-
-
 async def test_a_forgotten_fact_does_not_come_back_as_a_newest_fact(
     engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
-    ming = await _speaker(writer, "42")
+    ming = await speaker(writer, "42", "guards")
     store = MemoryStore(engine)
-    kept = await _fact(store, ming, "小明养了一只猫")
-    gone = await _fact(store, ming, "小明住在杭州")
+    kept = await kept_fact(store, ming, "小明养了一只猫", T0)
+    gone = await kept_fact(store, ming, "小明住在杭州", T0)
     await store.forget(gone, T0, actor="test")
     scope = RecallScope(ming.stream_id, (ming.person_id,))
     # No query words match: what comes is the speaker's newest facts, the forgotten one not.
@@ -73,10 +62,10 @@ def _call(who: MessageWritten, args: str) -> CommandCall:
 async def test_forget_me_forgets_only_the_askers_entries_and_its_yes_expires(
     engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
-    ming, hong = await _speaker(writer, "42"), await _speaker(writer, "43")
+    ming, hong = await speaker(writer, "42", "guards"), await speaker(writer, "43", "guards")
     store = MemoryStore(engine)
-    mine = await _fact(store, ming, "小明养了一只猫")
-    hers = await _fact(store, hong, "小红喜欢芒果")
+    mine = await kept_fact(store, ming, "小明养了一只猫", T0)
+    hers = await kept_fact(store, hong, "小红喜欢芒果", T0)
     now = [T0]
     command = ForgetMeCommand(store, lambda: now[0])
 

@@ -220,10 +220,11 @@ class OutboxDispatcher:
         not_yet = (row.not_before - now).total_seconds()
         if not_yet > 0:
             return not_yet
-        if row.attempts and await self._echoed_since_failure(row, now):
-            return 0.0
         if not await self._outlet.is_connected(row.stream.self_id):
             return IDLE_WAKE_S  # waits for the connection; no attempt is spent
+        # Only when it could go now: no store read every second while the account is away.
+        if row.attempts and await self._echoed_since_failure(row, now):
+            return 0.0
         pause = float(row.payload.get("pause_s", 0.0))
         wait = self._gate.wait(row.stream_id, pause, self._monotonic())
         if wait > 0:

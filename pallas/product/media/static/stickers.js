@@ -1,19 +1,8 @@
 // The sticker page: drawn from /pallas/api/stickers (pallas/product/media/console.py).
 (function () {
-  const root = document.getElementById("owner-page");
-  const api = root.dataset.api + "/stickers", csrf = root.dataset.csrf;
-  const send = (url, options) => fetch(url, Object.assign({credentials: "same-origin"}, options,
-    {headers: Object.assign({"X-CSRF-Token": csrf}, (options || {}).headers || {})}));
-  function node(tag, props, children) {
-    const element = Object.assign(document.createElement(tag), props || {});
-    (children || []).forEach((child) => element.append(child));
-    return element;
-  }
-  function say(text, bad) {
-    const line = document.getElementById("said");
-    line.textContent = text;
-    line.className = bad ? "problem" : "saved";
-  }
+  const page = window.pallasPage;  // the console's shared helpers (owner_page.js)
+  const root = page.root, api = page.api + "/stickers";
+  const send = page.send, node = page.node, say = page.say;
   function row(sticker) {
     const caption = node("input", {type: "text", value: sticker.caption, maxLength: 80,
                                    id: "caption-" + sticker.sha256.slice(0, 12)});

@@ -1,19 +1,8 @@
 // The taught-behaviours page: drawn from /pallas/api/behaviors (pallas/product/memory/console.py).
 (function () {
-  const root = document.getElementById("owner-page");
-  const api = root.dataset.api, csrf = root.dataset.csrf;
-  const send = (url, options) => fetch(url, Object.assign({credentials: "same-origin"}, options,
-    {headers: Object.assign({"X-CSRF-Token": csrf}, (options || {}).headers || {})}));
-  function node(tag, props, children) {
-    const element = Object.assign(document.createElement(tag), props || {});
-    (children || []).forEach((child) => element.append(child));
-    return element;
-  }
-  function say(text, bad) {
-    const line = document.getElementById("said");
-    line.textContent = text;
-    line.className = bad ? "problem" : "saved";
-  }
+  const page = window.pallasPage;  // the console's shared helpers (owner_page.js)
+  const root = page.root, api = page.api;
+  const send = page.send, node = page.node, say = page.say;
   function row(rule) {
     const words = node("input", {type: "text", value: rule.text, maxLength: 300, id: "rule-" + rule.id});
     const save = node("button", {textContent: "改写", id: "reword-" + rule.id, onclick: async () => {
