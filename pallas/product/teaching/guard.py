@@ -12,11 +12,16 @@ rules is the specification; the first that matches decides:
 5. a teaching that someone is, or is to be called, a belittling word (记住你是猪,
    以后叫他废物, 他就是个笨蛋)                                          -> belittling
 6. a bare "remember" with no content (记住, 记住我, 记住了吗, 给我记住)   -> bare_remember
-7. a fact about someone other than its author, unless the owner said it
+7. an accusation, a debt, a crime, health or sexuality, unless it is a fact the speaker
+   says about themselves and it points at nobody else (people.py)     -> sensitive
+8. a behaviour that tells the bot what to say about people, to hand out ids or contact
+   details, or that points at anyone but its author (有人问起小红就说…)  -> about_people
+9. a fact about someone other than its author, unless the owner said it; a group fact
+   that points at a person (a name, an @, a QQ number) is not group knowledge
                                                                     -> about_another_person
-8. the author is cooling down (below), unless the author is the owner -> cooldown
+10. the author is cooling down (below), unless the author is the owner -> cooldown
 
-Owners skip rules 7 and 8 only: the lexicon and injection rules hold for everyone.
+Owners skip rules 9 and 10 only: the lexicon, injection and people rules hold for everyone.
 
 Cooldown, exactly. Only the author's earlier *accepted* teachings count (`recent_teachings`);
 times after `now` are ignored. An accepted teaching at time t "trips" the cooldown when at
@@ -45,6 +50,13 @@ from enum import StrEnum
 
 from pallas.core.facts import MemoryKind
 from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
+from pallas.product.teaching.people import (
+    KnownPerson,
+    Reference,
+    find_instruction_about_people,
+    find_sensitive,
+    references,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,10 @@ class Teaching:
     about_person_id: int | None  # whom a fact is about; None: the group or the bot's behaviour
     kind: MemoryKind
     author_is_owner: bool = False
+    # Whom the chat knows besides the author (names to look for) and whom the source line
+    # @-mentions besides the author and the bot: a teaching pointing at them is about them.
+    others: tuple[KnownPerson, ...] = ()
+    mentioned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,8 @@ class Refusal(StrEnum):
     BELITTLING = "belittling"
     BARE_REMEMBER = "bare_remember"
     INJECTION = "injection"
+    SENSITIVE = "sensitive"
+    ABOUT_PEOPLE = "about_people"
     ABOUT_ANOTHER_PERSON = "about_another_person"
     COOLDOWN = "cooldown"
 
@@ -93,6 +111,8 @@ REFUSAL_TEXT: dict[Refusal, str] = {
     Refusal.BELITTLING: "这是在贬低人，不记",
     Refusal.BARE_REMEMBER: "只说了“记住”，没有要记的内容",
     Refusal.INJECTION: "像是在改我的设定或指令，不记",
+    Refusal.SENSITIVE: "说的是别人的品行、欠债、违法、健康或性取向这类事，不记",
+    Refusal.ABOUT_PEOPLE: "我不会照着要求去议论别人，也不会透露谁的号码和联系方式，不记",
     Refusal.ABOUT_ANOTHER_PERSON: "别人的事要本人来说，不记",
     Refusal.COOLDOWN: "教得太频繁了，过一会儿再来",
 }
@@ -140,15 +160,56 @@ def judge_teaching(
             hit = find(forms)
             if hit is not None:
                 return Verdict(refusal, f"{refusal}: {hit} in {field}")
-    return _judge_author(teaching, recent_teachings, now, policy)
+    pointed = references((text.squeezed, source.squeezed), teaching.others, teaching.mentioned)
+    verdict = _judge_people(teaching, text, source, pointed)
+    if verdict is not None:
+        return verdict
+    return _judge_author(teaching, pointed, recent_teachings, now, policy)
+
+
+def _judge_people(
+    teaching: Teaching, text: Normalised, source: Normalised, pointed: Sequence[Reference]
+) -> Verdict | None:
+    """Rules 7 and 8: they hold for owners too."""
+    own = (
+        teaching.kind is MemoryKind.FACT
+        and teaching.about_person_id == teaching.author_person_id
+        and not pointed
+    )
+    for field, forms in (("text", text), ("source_text", source)):
+        hit = find_sensitive(forms.squeezed, forms.loose)
+        if hit is not None and not own:
+            return Verdict(Refusal.SENSITIVE, f"sensitive: {hit} in {field}")
+    if teaching.kind is not MemoryKind.BEHAVIOR:
+        return None
+    for field, forms in (("text", text), ("source_text", source)):
+        hit = find_instruction_about_people(forms.squeezed, forms.loose)
+        if hit is not None:
+            return Verdict(Refusal.ABOUT_PEOPLE, f"about_people: {hit} in {field}")
+    if pointed:
+        return Verdict(Refusal.ABOUT_PEOPLE, f"about_people: points at {_shown(pointed)}")
+    return None
+
+
+def _shown(pointed: Sequence[Reference]) -> str:
+    return ", ".join(f"{r.how} {r.shown!r}" for r in pointed)
 
 
 def _judge_author(
-    teaching: Teaching, recent: Sequence[datetime], now: datetime, policy: GuardPolicy
+    teaching: Teaching,
+    pointed: Sequence[Reference],
+    recent: Sequence[datetime],
+    now: datetime,
+    policy: GuardPolicy,
 ) -> Verdict:
+    about = teaching.about_person_id
+    if teaching.kind is MemoryKind.FACT and about is None and pointed:
+        return Verdict(
+            Refusal.ABOUT_ANOTHER_PERSON,
+            f"about_another_person: a group fact that points at {_shown(pointed)}",
+        )
     if teaching.author_is_owner:
         return Verdict(None, "allowed: owner")
-    about = teaching.about_person_id
     if teaching.kind is MemoryKind.FACT and about not in (None, teaching.author_person_id):
         return Verdict(
             Refusal.ABOUT_ANOTHER_PERSON,
@@ -246,6 +307,14 @@ _INJECTION_SQUEEZED: tuple[tuple[str, re.Pattern[str]], ...] = (
         "persona",
         re.compile(r"你的(?:设定|人设|提示词|指令|系统设定|初始设定|角色设定|底层设定)"),
     ),
+    # A new identity for the bot: "你的新身份是客服", "你以后就是客服", "你改名叫…".
+    (
+        "identity",
+        re.compile(
+            r"你的?新身份|你的?身份(?:是|改|变|换)|你(?:以后|今后|从今以后|从此|从今天起)就?是(?!不是)"
+            r"|你改名(?:叫|为|成)|你不再是"
+        ),
+    ),
     # Only the bot being asked to play a part: "我在话剧里扮演哈姆雷特" is a fact.
     (
         "role_play",
@@ -266,7 +335,8 @@ _INJECTION_LOOSE: tuple[tuple[str, re.Pattern[str]], ...] = (
         "tag",
         re.compile(
             r"<\s*/?\s*(?:system|sys|assistant|developer|instructions?|im_start|im_end|prompt)"
-            r"\b[^>]{0,40}>|<\|[a-z_]{2,20}\|>|\[\s*/?\s*(?:system|inst|sys)\s*\]|<<\s*/?\s*sys\s*>>"
+            r"\b[^>]{0,40}>|<\|[a-z_]{2,20}\|>|<<\s*/?\s*sys\s*>>"
+            r"|[\[【(]\s*/?\s*(?:system|inst|sys|系统|系统消息|管理员|开发者)\s*[\]】)]"
         ),
     ),
     (
