@@ -25,3 +25,6 @@ class NewMemory:
     taught_by: int | None = None
     job_id: int | None = None
     confidence: float = 0.6
+    # A group entry one member said: kept aside, not recalled, until a second member says it
+    # or an admin teaches it (docs/memory.md, "Who may change group knowledge").
+    heard: bool = False

@@ -37,10 +37,11 @@ def message(
     mentions: tuple[str, ...] = (),
     reply_to: str | None = None,
     is_poke: bool = False,
+    role: str = "",
 ) -> InboundMessage:
     return InboundMessage(
         stream=stream or group(),
-        sender=Sender(user_id=user_id, nickname=nickname),
+        sender=Sender(user_id=user_id, nickname=nickname, role=role),
         platform_message_id=platform_message_id or f"p{next(_ids)}",
         time=time,
         segments=(Segment(SegmentKind.TEXT, text=text),),

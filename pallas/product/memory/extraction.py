@@ -4,8 +4,9 @@ asks the model what (if anything) is worth keeping, and stores what passes the g
   turn ended -> job `memory.extract` (one per chat and 30 s slot, due a little later)
   -> lines after the chat's cursor -> candidates (pure filter; none: no model call)
   -> one model call offering `memory.remember` (calling nothing = remember nothing)
-  -> each proposal: its source line, its author, the teaching guard
-  -> accepted entries and the moved cursor in one transaction
+  -> each proposal: its source line, its author, whom it points at, the teaching guard
+  -> accepted entries (a member's group entry only heard) and the moved cursor, one
+     transaction; a refused teaching addressed to the bot: its teacher told why, once
 
 Everything the model reads here is chat text: data, quoted as such, never instructions.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,8 +30,11 @@ from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.embedding import Embedder
+from pallas.product.memory.permissions import kept_as_heard, rank_of
 from pallas.product.memory.store import MemoryKind, MemoryStore, NewMemory
-from pallas.product.teaching.guard import Teaching, judge_teaching
+from pallas.product.memory.teachers import TOLD, ChatPeople, RefusalNotices, chat_people
+from pallas.product.teaching.guard import Refusal, Teaching, judge_teaching, normalise
+from pallas.product.teaching.people import references, subject_of
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.openai_wire import ChatRequest
@@ -84,6 +88,7 @@ class ExtractionDeps:
     # Features' tools offered beside memory.remember: asked on every run (the seam's
     # `plugs.extraction_tools`), so a feature installed after memory offers its own too.
     tools: Callable[[], Sequence[ExtractionTool]] = tuple
+    notices: RefusalNotices | None = None  # tells a teacher why a teaching was not kept
 
 
 # -- the observer ---------------------------------------------------------------------------
@@ -291,7 +296,9 @@ async def _judge(
     now: datetime,
 ) -> list[NewMemory]:
     person_of = {line.user_id: line.sender_person_id for line in lines}
+    people = await chat_people(deps.engine, stream_id, lines)
     accepted: list[NewMemory] = []
+    refused: dict[int, tuple[WindowLine, Refusal]] = {}
     recent: dict[int, list[datetime]] = {}
     for proposal in proposals:
         source = source_line(proposal, lines)
@@ -304,9 +311,11 @@ async def _judge(
                 "memory: proposal refused: about {} who did not speak", proposal.about_user_id
             )
             continue
+        item = _about_whom_it_points_at(item, source, people)
         author = source.sender_person_id
         if author not in recent:
             recent[author] = await deps.store.taught_since(author, now - COOLDOWN_LOOKBACK)
+        owner = source.user_id in deps.superusers
         verdict = judge_teaching(
             Teaching(
                 text=item.text,
@@ -314,23 +323,41 @@ async def _judge(
                 author_person_id=author,
                 about_person_id=item.person_id,
                 kind=item.kind,
-                author_is_owner=source.user_id in deps.superusers,
+                author_is_owner=owner,
+                others=people.others(author),
+                mentioned=people.mentioned(source),
             ),
             recent[author],
             now,
         )
-        if not verdict.allowed:
-            assert verdict.refusal is not None
+        if verdict.refusal is not None:
             logger.info(
                 "memory: refused from message {}: {} ({})",
                 source.message_id,
                 verdict.refusal.value,
                 verdict.detail,
             )
+            if verdict.refusal in TOLD and people.addressed(source):
+                refused.setdefault(author, (source, verdict.refusal))
             continue
         recent[author].append(now)
-        accepted.append(item)
+        rank = rank_of([source.role], owner)
+        accepted.append(replace(item, heard=kept_as_heard(item.kind, item.person_id, rank)))
+    if deps.notices is not None:
+        for source, refusal in refused.values():
+            await deps.notices.tell(stream_id, source, refusal, now)
     return accepted
+
+
+def _about_whom_it_points_at(item: NewMemory, source: WindowLine, people: ChatPeople) -> NewMemory:
+    """A group fact that names, @s or gives the number of one person of the chat is a fact
+    about that person (and the guard's "about someone else" rule applies to it)."""
+    if item.kind is not MemoryKind.FACT or item.person_id is not None:
+        return item
+    texts = (normalise(item.text).squeezed, normalise(source.text).squeezed)
+    others = people.others(source.sender_person_id)
+    who = subject_of(references(texts, others, people.mentioned(source)))
+    return item if who is None else replace(item, person_id=who)
 
 
 def source_line(proposal: Proposal, lines: Sequence[WindowLine]) -> WindowLine | None:

@@ -36,6 +36,7 @@ from pallas.product.memory.holds import memory_holds
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.settings import memory_section
 from pallas.product.memory.store import MemoryStore
+from pallas.product.memory.teachers import RefusalNotices
 from pallas.product.memory.tools import memory_tools
 from pallas.product.settings.applied import Live
 from pallas.product.settings.features import Feature, FeatureGate
@@ -73,6 +74,7 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
         superusers=core.superusers,
         embedder=embedder,
         tools=plugs.extraction_tools,
+        notices=RefusalNotices(core.sender, core.action_ids),
     )
     plugs.add_job(EXTRACT_KIND, partial(run_extraction, deps=deps), timeout_s=EXTRACTION_TIMEOUT_S)
     plugs.add_job(DECAY_KIND, partial(run_decay, store=store, clock=core.clock))

@@ -36,6 +36,7 @@ class MemoryStatus(StrEnum):
     ACTIVE = "active"
     FORGOTTEN = "forgotten"  # someone asked; kept for the audit and for undo
     FADED = "faded"  # decayed or pushed out by a cap
+    HEARD = "heard"  # a group entry one member said: waits for a second one, never recalled
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class MemoryLimits:
     group_facts: int = 300  # per chat
     episodes: int = 50  # per chat
     behaviors: int = 30  # per chat
+    heard: int = 50  # group entries waiting for a second member, per chat and kind
     merge_overlap: float = 0.6  # term overlap at which a new entry is the same as an old one
 
 
@@ -73,6 +75,7 @@ class Remembered:
     entry_id: int
     merged: bool  # the same thing was known already: reinforced, not added
     faded: tuple[int, ...] = ()  # entries a cap pushed out to make room
+    heard: bool = False  # kept aside until a second member says it
 
 
 @dataclass(frozen=True)
@@ -158,11 +161,24 @@ class MemoryStore:
         if same is not None:
             await self._reinforce(conn, same, item, text, now, actor, turn_id)
             return Remembered(same.id, merged=True)
-        faded = await self._make_room(conn, item, active, now)
+        waiting = await _active(conn, item.stream_id, item.person_id, item.kind, _HEARD)
+        same = self._duplicate_of(waiting, item, terms)
+        if same is not None:
+            await self._reinforce(conn, same, item, text, now, actor, turn_id)
+            if item.heard and same.taught_by in (None, item.taught_by):
+                return Remembered(same.id, merged=True, heard=True)
+            # A second member said it, or an admin taught it: the group's now.
+            faded = await self._make_room(conn, item, active, now)
+            await _set_status(conn, (same.id,), MemoryStatus.ACTIVE, now)
+            await _log(conn, same.id, "confirmed", actor, None, {"text": text}, turn_id, now)
+            return Remembered(same.id, merged=True, faded=faded)
+        place = waiting if item.heard else active
+        faded = await self._make_room(conn, item, place, now)
         entry_id = await self._insert(conn, item, text, now)
         await _index(conn, entry_id, owner_key(item.stream_id, item.person_id), terms)
-        await _log(conn, entry_id, "created", actor, None, {"text": text}, turn_id, now)
-        return Remembered(entry_id, merged=False, faded=faded)
+        action = "heard" if item.heard else "created"
+        await _log(conn, entry_id, action, actor, None, {"text": text}, turn_id, now)
+        return Remembered(entry_id, merged=False, faded=faded, heard=item.heard)
 
     def _duplicate_of(
         self, active: Sequence[MemoryRecord], item: NewMemory, terms: frozenset[str]
@@ -227,6 +243,8 @@ class MemoryStore:
         return ids
 
     def _cap(self, item: NewMemory) -> int:
+        if item.heard:
+            return self.limits.heard
         if item.kind is MemoryKind.BEHAVIOR:
             return self.limits.behaviors
         if item.kind is MemoryKind.EPISODE:
@@ -251,7 +269,7 @@ class MemoryStore:
                 job_id=item.job_id,
                 confidence=max(0.0, min(1.0, item.confidence)),
                 reinforced=0,
-                status=MemoryStatus.ACTIVE.value,
+                status=(MemoryStatus.HEARD if item.heard else MemoryStatus.ACTIVE).value,
                 created_at=now,
                 updated_at=now,
                 last_seen_at=now,
@@ -483,13 +501,20 @@ async def _get(conn: AsyncConnection, entry_id: int) -> MemoryRecord | None:
     return to_record(row) if row is not None else None
 
 
+_HEARD = MemoryStatus.HEARD
+
+
 async def _active(
-    conn: AsyncConnection, stream_id: int, person_id: int | None, kind: MemoryKind
+    conn: AsyncConnection,
+    stream_id: int,
+    person_id: int | None,
+    kind: MemoryKind,
+    status: MemoryStatus = MemoryStatus.ACTIVE,
 ) -> list[MemoryRecord]:
     query = select(*_RECORD_COLUMNS).where(
         MemoryEntry.stream_id == stream_id,
         MemoryEntry.kind == kind.value,
-        MemoryEntry.status == MemoryStatus.ACTIVE.value,
+        MemoryEntry.status == status.value,
     )
     if person_id is None:
         query = query.where(MemoryEntry.person_id.is_(None))

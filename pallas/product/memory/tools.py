@@ -3,8 +3,8 @@ forget an entry when someone says "你记错了" or "忘掉……".
 
 Only what this chat may see is reachable: search and profiles read the chat's own entries and,
 with the person's consent, their facts from other chats; corrections and forgetting touch only
-the chat's own active entries. Who may change what is decided by pure functions
-(`may_edit`, `may_move`, `may_forget`) from the entry, the askers and whether an owner asked.
+the chat's own active entries. Who may change what is decided by the pure `may_change`
+(permissions.py) from the entry, the askers and their rank (member, admin, the bot's owner).
 Refusals are `ToolError`s with a short Chinese reason the model relays.
 """
 
@@ -28,6 +28,7 @@ from pallas.product.llm.tools.base import (
     ToolTag,
     Visibility,
 )
+from pallas.product.memory.permissions import Change, Rank, is_group_level, may_change, rank_of
 from pallas.product.memory.recall_reads import RecallScope, keyword_recall
 from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
@@ -40,7 +41,15 @@ GROUP = "群"
 SEARCH_KINDS = (MemoryKind.FACT, MemoryKind.EPISODE, MemoryKind.BEHAVIOR)
 # The guard's content rules; who may teach what is decided here, not by the guard.
 CONTENT_REFUSALS = frozenset(
-    {Refusal.EMPTY, Refusal.TOO_LONG, Refusal.INJECTION, Refusal.VULGAR, Refusal.BELITTLING}
+    {
+        Refusal.EMPTY,
+        Refusal.TOO_LONG,
+        Refusal.INJECTION,
+        Refusal.VULGAR,
+        Refusal.BELITTLING,
+        Refusal.SENSITIVE,
+        Refusal.ABOUT_PEOPLE,
+    }
 )
 DOMAIN = "memory"
 # What people say when memory is in question; the search comes with the correcting and
@@ -52,45 +61,6 @@ SHARE_HINTS = ("别的群", "其他群", "跨群", "都可以说", "可以告诉
 PROFILE_HINTS = ("记得我", "关于我", "你知道我", "了解我", "记了我什么", "你记得他", "你记得她")
 
 
-# -- who may do what (pure) --------------------------------------------------------------
-
-
-def is_group_level(entry: MemoryRecord) -> bool:
-    """About the group or the bot's behaviour rather than one person."""
-    return entry.person_id is None or entry.kind is MemoryKind.BEHAVIOR
-
-
-def may_edit(entry: MemoryRecord, askers: Collection[int], owner: bool) -> bool:
-    """Change what an entry says: an owner; or an asker it is about, who taught it, or anyone
-    for a group-level entry."""
-    return (
-        owner
-        or is_group_level(entry)
-        or entry.person_id in askers
-        or (entry.taught_by is not None and entry.taught_by in askers)
-    )
-
-
-def may_move(entry: MemoryRecord, target: int | None, askers: Collection[int], owner: bool) -> bool:
-    """Change whom a fact is about: an owner; or its current subject ("不是我，是小红");
-    or an asker who claims a group-level fact as about themselves."""
-    if entry.kind is not MemoryKind.FACT:
-        return False
-    if owner:
-        return True
-    if entry.person_id is not None and entry.person_id in askers:
-        return True
-    return entry.person_id is None and target is not None and target in askers
-
-
-def may_forget(entry: MemoryRecord, askers: Collection[int], owner: bool) -> bool:
-    """Forget an entry: an owner, whoever taught it, or the person it is about (group-level
-    entries have no such person: only the one who taught them, or an owner)."""
-    if owner or (entry.taught_by is not None and entry.taught_by in askers):
-        return True
-    return not is_group_level(entry) and entry.person_id in askers
-
-
 # -- the chat, as the tools see it ---------------------------------------------------------
 
 
@@ -100,7 +70,7 @@ class _Chat:
     stream_id: int
     platform: str
     askers: frozenset[int]
-    owner: bool
+    rank: Rank
 
     async def person_id(self, user_id: str) -> int:
         found = await person_ids(self.engine, self.platform, [user_id])
@@ -128,14 +98,21 @@ class _Chat:
 
 async def _chat(context: ToolContext) -> _Chat:
     platform = context.conversation.stream.platform
-    askers = await person_ids(context.engine, platform, context.asker_user_ids)
-    return _Chat(
-        context.engine,
-        context.conversation.stream_id,
-        platform,
-        frozenset(askers.values()),
-        context.conversation.asker_is_owner,
+    found = await person_ids(context.engine, platform, context.asker_user_ids)
+    askers = frozenset(found.values())
+    stream_id = context.conversation.stream_id
+    roles = await roles_here(context.engine, stream_id, askers)
+    rank = rank_of(roles, context.conversation.asker_is_owner)
+    return _Chat(context.engine, stream_id, platform, askers, rank)
+
+
+async def roles_here(engine: AsyncEngine, stream_id: int, people: Iterable[int]) -> set[str]:
+    """The group roles (owner / admin / member) these people hold in this chat."""
+    query = select(Member.role).where(
+        Member.stream_id == stream_id, Member.person_id.in_(list(people))
     )
+    async with engine.connect() as conn:
+        return {str(role) for role in (await conn.execute(query)).scalars() if role}
 
 
 async def person_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> dict[str, int]:
@@ -327,7 +304,8 @@ class MemoryCorrectTool(_MemoryTool):
         name="memory.correct",
         description="改正一条记错的记忆（先用 memory.search 找到 id）：text 是改正后的内容；"
         "about_user_id 把它改成关于另一个人（平台用户 id），空字符串表示关于本群。"
-        "本人、教的人或主人才能改；把事实改到别人身上要本人或主人来说。",
+        "本人、教的人或主人才能改（关于本群的，教的人、群管理或主人能改）；"
+        "把事实改到别人身上要本人或主人来说。",
         parameters={
             "type": "object",
             "properties": {
@@ -352,14 +330,16 @@ class MemoryCorrectTool(_MemoryTool):
             raise ToolError("要给出改正后的内容或这条是关于谁的")
         chat = await _chat(context)
         entry = await chat.visible_entry(self._store, int(arguments["memory_id"]))
-        if not may_edit(entry, chat.askers, chat.owner):
+        if not may_change(Change.EDIT, entry, chat.askers, chat.rank):
+            if is_group_level(entry):
+                raise ToolError("关于本群的记忆，只有教我的人、群管理或主人能改")
             raise ToolError("这条只有本人、教我的人或主人能改")
         changes: dict[str, Any] = {}
         move: dict[str, Any] = {}
         if about_user_id is not None:
             target = await self._target(chat, str(about_user_id).strip())
             if target != entry.person_id:
-                if not may_move(entry, target, chat.askers, chat.owner):
+                if not may_change(Change.MOVE, entry, chat.askers, chat.rank, target):
                     raise ToolError("把这条改到别人身上，要本人或主人来说")
                 move = {"person_id": target}
                 names = await chat.names([entry.person_id, target])
@@ -368,7 +348,8 @@ class MemoryCorrectTool(_MemoryTool):
                     "after": named(names, target),
                 }
         if new_text is not None and new_text != entry.text:
-            _check_text(entry, new_text, move.get("person_id", entry.person_id), context.now)
+            about = move.get("person_id", entry.person_id)
+            _check_text(entry, new_text, about, chat.askers, context.now)
             changes["text"] = {"before": entry.text, "after": new_text}
         if not changes:
             raise ToolError("和原来一样，不用改")
@@ -395,12 +376,15 @@ class MemoryCorrectTool(_MemoryTool):
         return target
 
 
-def _check_text(entry: MemoryRecord, text: str, about: int | None, now: datetime) -> None:
-    """The guard's content rules on corrected text; who may correct is decided by the tool."""
+def _check_text(
+    entry: MemoryRecord, text: str, about: int | None, askers: Collection[int], now: datetime
+) -> None:
+    """The guard's content rules on corrected text; who may correct is decided by the tool.
+    A person rewording their own fact is its author (their own health may be kept)."""
     teaching = Teaching(
         text=text,
         source_text="",
-        author_person_id=0,
+        author_person_id=about if about is not None and about in askers else 0,
         about_person_id=about,
         kind=entry.kind,
         author_is_owner=True,
@@ -415,8 +399,8 @@ class MemoryForgetTool(_MemoryTool):
 
     spec = memory_spec(
         name="memory.forget",
-        description="忘掉一条记忆（先用 memory.search 找到 id）。本人、教的人或主人才能让我忘；"
-        "关于本群的记忆只有教的人或主人能删。忘掉的记忆主人可以恢复。",
+        description="忘掉一条记忆（先用 memory.search 找到 id）。本人、教的人、群管理或主人"
+        "才能让我忘；关于本群的记忆只有教的人、群管理或主人能删。忘掉的记忆主人可以恢复。",
         parameters={
             "type": "object",
             "properties": {"memory_id": {"type": "integer", "description": "记忆的 id"}},
@@ -429,9 +413,9 @@ class MemoryForgetTool(_MemoryTool):
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         chat = await _chat(context)
         entry = await chat.visible_entry(self._store, int(arguments["memory_id"]))
-        if not may_forget(entry, chat.askers, chat.owner):
+        if not may_change(Change.FORGET, entry, chat.askers, chat.rank):
             if is_group_level(entry):
-                raise ToolError("关于本群的记忆，只有教我的人或主人能让我忘掉")
+                raise ToolError("关于本群的记忆，只有教我的人、群管理或主人能让我忘掉")
             raise ToolError("这条只有本人、教我的人或主人能让我忘掉")
         forgotten = await self._store.forget(
             entry.id,
@@ -491,9 +475,6 @@ __all__ = [
     "MemoryShareTool",
     "PersonProfileTool",
     "is_group_level",
-    "may_edit",
-    "may_forget",
-    "may_move",
     "memory_tools",
     "names_here",
     "person_ids",

@@ -74,11 +74,15 @@ async def at_bot(
     room: str = "g1",
     user_id: str = MING,
     then: Callable[[int], None] | None = None,
+    role: str = "",
 ) -> int:
     """Say it to the bot and let the turn run; `then(message_id)` scripts what comes after
     the turn's own calls (the extraction), before the turn starts."""
     mid = await say(
-        runtime, message(f"@牛牛 {text}", stream=group(room), user_id=user_id, mentions=(BOT_ID,))
+        runtime,
+        message(
+            f"@牛牛 {text}", stream=group(room), user_id=user_id, mentions=(BOT_ID,), role=role
+        ),
     )
     if then is not None:
         then(mid)
@@ -226,6 +230,7 @@ async def test_taught_manners_go_to_behaviour_and_guide_later_turns(
         then=lambda mid: model_server.script(
             MODEL, remember(mid, "回复要短一点", about=None, kind="behavior")
         ),
+        role="admin",  # a plain member's manners for the group wait for a second member
     )
     await extracted(runtime, 1)
     [entry] = await MemoryStore(runtime.engine).entries()

@@ -212,3 +212,57 @@ async def test_writes_and_the_cursor_share_one_transaction(
     assert await store.cursor(ming.stream_id) == ming.message_id
     async with engine.connect() as conn:
         assert await conn.scalar(select(func.count()).select_from(MemoryTerm)) > 0
+
+
+async def test_a_members_group_rule_waits_unrecalled_until_a_second_member_says_it(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    ming, hong = await _speak(writer, "42"), await _speak(writer, "43")
+    room = ming.stream_id
+    store = MemoryStore(engine, limits=MemoryLimits(heard=2))
+    rule = "本群每周五晚上九点开黑"
+
+    async def say(person: int, text: str = rule, at: int = 0) -> None:
+        item = fact(room, None, text, taught_by=person, heard=True)
+        await store.remember([item], T0 + timedelta(minutes=at), actor="test")
+
+    async def recalled() -> list[str]:
+        scope = RecallScope(room, (ming.person_id,), (MemoryKind.FACT,))
+        return [r.record.text for r in await keyword_recall(engine, ["开黑"], scope, 5)]
+
+    await say(ming.person_id)
+    await say(ming.person_id, at=1)  # the same member again: still only heard
+    assert await store.entries(stream_id=room) == []
+    [heard] = await store.entries(stream_id=room, status=MemoryStatus.HEARD)
+    assert await recalled() == []
+    await say(hong.person_id, at=2)  # a second member: the group's now
+    [kept] = await store.entries(stream_id=room)
+    assert (kept.id, kept.text, kept.reinforced) == (heard.id, rule, 2)
+    assert await recalled() == [rule]
+    assert [c.action for c in await store.changes(kept.id)] == [
+        "heard",
+        "merged",
+        "merged",
+        "confirmed",
+    ]
+    # One member's flood of rules is bounded: the oldest waiting ones fade.
+    for at, text in enumerate(["群里禁止发广告", "新人进群先改名片", "每月一号交群费"], start=3):
+        await say(ming.person_id, text, at)
+    waiting = await store.entries(stream_id=room, status=MemoryStatus.HEARD)
+    assert {e.text for e in waiting} == {"新人进群先改名片", "每月一号交群费"}
+
+
+async def test_an_admins_teaching_confirms_what_a_member_said(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    ming, boss = await _speak(writer, "42"), await _speak(writer, "44")
+    store = MemoryStore(engine)
+    rule = "回复要短一点"
+    member = NewMemory(MemoryKind.BEHAVIOR, ming.stream_id, None, rule, "extraction",
+                       taught_by=ming.person_id, heard=True)  # fmt: skip
+    await store.remember([member], T0, actor="test")
+    admin = NewMemory(MemoryKind.BEHAVIOR, ming.stream_id, None, rule, "extraction",
+                      taught_by=boss.person_id)  # fmt: skip
+    await store.remember([admin], T0, actor="test")
+    [kept] = await store.entries(stream_id=ming.stream_id, kind=MemoryKind.BEHAVIOR)
+    assert kept.status is MemoryStatus.ACTIVE

@@ -14,7 +14,6 @@ from pallas.product.llm.assembler.tools import hints_match
 from pallas.product.llm.tools.base import Conversation, ToolContext, ToolError, ToolTag, Visibility
 from pallas.product.memory.store import (
     MemoryKind,
-    MemoryRecord,
     MemoryStatus,
     MemoryStore,
     NewMemory,
@@ -25,9 +24,6 @@ from pallas.product.memory.tools import (
     MemorySearchTool,
     MemoryShareTool,
     PersonProfileTool,
-    may_edit,
-    may_forget,
-    may_move,
     memory_tools,
 )
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal
@@ -351,29 +347,3 @@ async def test_the_specs_are_deferred_memory_tools_brought_in_by_what_people_say
     }
     for text, wanted in said.items():
         assert {name for name, spec in tools.items() if hints_match(spec, text)} == wanted
-
-
-def _entry(
-    person: int | None, *, taught_by: int | None = None, kind: MemoryKind = MemoryKind.FACT
-) -> MemoryRecord:
-    return MemoryRecord(
-        1, kind, 1, person, "x", "extraction", (), taught_by, None, 0.6, 0,
-        MemoryStatus.ACTIVE, NOW, NOW, NOW, "", 0,
-    )  # fmt: skip
-
-
-def test_the_permission_rules() -> None:
-    about_ming = _entry(1)
-    taught_by_hong = _entry(1, taught_by=2)
-    group_fact = _entry(None)
-    behaviour = _entry(None, kind=MemoryKind.BEHAVIOR, taught_by=1)
-    assert may_edit(about_ming, {1}, False) and not may_edit(about_ming, {2}, False)
-    assert may_edit(taught_by_hong, {2}, False) and may_edit(group_fact, {3}, False)
-    assert may_edit(about_ming, set(), True)
-    assert may_move(about_ming, 2, {1}, False) and may_move(about_ming, None, {1}, False)
-    assert not may_move(taught_by_hong, 3, {2}, False)  # the teacher is not its subject
-    assert may_move(group_fact, 3, {3}, False) and not may_move(group_fact, 4, {3}, False)
-    assert not may_move(behaviour, 2, {1}, True)  # only facts are about someone
-    assert may_forget(about_ming, {1}, False) and may_forget(taught_by_hong, {2}, False)
-    assert not may_forget(about_ming, {2}, False) and not may_forget(group_fact, {1}, False)
-    assert may_forget(behaviour, {1}, False) and may_forget(group_fact, set(), True)

@@ -1,0 +1,123 @@
+"""Who teaches the memory: the chat's people as the teaching guard reads them (names to look
+for, the bot's own accounts), and telling a teacher, once, why something was not kept.
+
+  extraction refuses a proposal drawn from a line addressed to the bot ("记住…", an @)
+  -> one message in the chat, @ the teacher: "这条我没记：<reason>"
+  -> at most once per teacher, chat and day (the outbox key), however often they rephrase
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from loguru import logger
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.actions import Origin
+from pallas.core.inbound import Segment, SegmentKind
+from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
+from pallas.product.conversation.delivery.payload import PayloadError
+from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal
+from pallas.product.teaching.people import KnownPerson
+from pallas.store.conversation import WindowLine
+from pallas.store.models import Identity, Member, Stream
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+MAX_PEOPLE = 5_000  # names looked for in one chat; a bigger group's quiet members are skipped
+# Refusals a teacher is told about; the rest (empty, too long, bare, cooldown) are not news.
+TOLD = frozenset(
+    {
+        Refusal.SENSITIVE,
+        Refusal.ABOUT_PEOPLE,
+        Refusal.ABOUT_ANOTHER_PERSON,
+        Refusal.INJECTION,
+        Refusal.VULGAR,
+        Refusal.BELITTLING,
+    }
+)
+_TEACHING = re.compile(r"记住|记下|记得|记一下|别忘|remember", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ChatPeople:
+    known: tuple[KnownPerson, ...]  # the chat's people, the bot's accounts left out
+    bots: frozenset[str]  # the bot's user ids here
+
+    def others(self, author_person_id: int) -> tuple[KnownPerson, ...]:
+        return tuple(p for p in self.known if p.person_id != author_person_id)
+
+    def mentioned(self, line: WindowLine) -> tuple[str, ...]:
+        """Whom a line @-mentions besides its writer and the bot."""
+        return tuple(m for m in line.mentions if m != line.user_id and m not in self.bots)
+
+    def addressed(self, line: WindowLine) -> bool:
+        """A line that asks the bot to remember: it @-mentions the bot or says 记住."""
+        return bool(self.bots & set(line.mentions)) or bool(_TEACHING.search(line.text))
+
+
+async def chat_people(
+    engine: AsyncEngine, stream_id: int, lines: Sequence[WindowLine]
+) -> ChatPeople:
+    """The chat's members with their cards and nicknames, and the speakers of `lines`."""
+    query = (
+        select(Member.person_id, Member.card, Identity.user_id, Identity.nickname)
+        .join(Identity, Identity.person_id == Member.person_id)
+        .where(Member.stream_id == stream_id)
+        .limit(MAX_PEOPLE)
+    )
+    async with engine.connect() as conn:
+        self_id = await conn.scalar(select(Stream.self_id).where(Stream.id == stream_id))
+        rows = (await conn.execute(query)).all()
+    bots = {line.user_id for line in lines if line.from_bot} | ({self_id} if self_id else set())
+    names: dict[int, tuple[str, set[str]]] = {}
+    for row in rows:
+        _, found = names.setdefault(int(row.person_id), (str(row.user_id), set()))
+        found.update(n for n in (row.card, row.nickname) if n)
+    for line in lines:
+        _, found = names.setdefault(line.sender_person_id, (line.user_id, set()))
+        found.update({line.speaker} - {""})
+    known = tuple(
+        KnownPerson(person_id, user_id, tuple(sorted(found)))
+        for person_id, (user_id, found) in names.items()
+        if user_id not in bots
+    )
+    return ChatPeople(known, frozenset(bots))
+
+
+def refusal_notice(teacher_user_id: str, refusal: Refusal) -> tuple[Segment, ...]:
+    return (
+        Segment(SegmentKind.AT, target=teacher_user_id),
+        Segment(SegmentKind.TEXT, text=f" 这条我没记：{REFUSAL_TEXT[refusal]}。"),
+    )
+
+
+class RefusalNotices:
+    """Tells a teacher why a teaching was not kept: once per teacher, chat and day."""
+
+    def __init__(self, sender: Sender, action_ids: Callable[[], int]) -> None:
+        self._sender = sender
+        self._action_ids = action_ids
+
+    async def tell(
+        self, stream_id: int, teacher: WindowLine, refusal: Refusal, now: datetime
+    ) -> None:
+        day = now.astimezone(SHANGHAI).date().isoformat()
+        message = OutgoingMessage(
+            self._action_ids(),
+            stream_id,
+            refusal_notice(teacher.user_id, refusal),
+            key=f"memory.refused:{stream_id}:{teacher.sender_person_id}:{day}",
+            origin=Origin.RESPONDER,
+        )
+        try:
+            await self._sender.send(message)
+        except PayloadError as exc:  # the refusal stands; only the telling failed
+            logger.warning("memory: could not tell {} of a refusal: {}", teacher.user_id, exc)
+
+
+__all__ = ["TOLD", "ChatPeople", "RefusalNotices", "chat_people", "refusal_notice"]
