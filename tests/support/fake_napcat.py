@@ -115,6 +115,7 @@ class FakeNapCat:
         nickname: str = "",
         card: str = "",
         post_type: str = "message",
+        role: str = "member",
     ) -> dict[str, Any]:
         segments = [text(message)] if isinstance(message, str) else message
         return {
@@ -132,7 +133,7 @@ class FakeNapCat:
                 "user_id": user_id,
                 "nickname": nickname or f"u{user_id}",
                 "card": card,
-                "role": "member",
+                "role": role,
             },
         }
 

@@ -326,6 +326,7 @@ async def _judge(
                 author_is_owner=owner,
                 others=people.others(author),
                 mentioned=people.mentioned(source),
+                own_ids=people.own_ids(source),
             ),
             recent[author],
             now,
@@ -356,7 +357,7 @@ def _about_whom_it_points_at(item: NewMemory, source: WindowLine, people: ChatPe
         return item
     texts = (normalise(item.text).squeezed, normalise(source.text).squeezed)
     others = people.others(source.sender_person_id)
-    who = subject_of(references(texts, others, people.mentioned(source)))
+    who = subject_of(references(texts, others, people.mentioned(source), people.own_ids(source)))
     return item if who is None else replace(item, person_id=who)
 
 

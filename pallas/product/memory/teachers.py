@@ -55,6 +55,10 @@ class ChatPeople:
         """Whom a line @-mentions besides its writer and the bot."""
         return tuple(m for m in line.mentions if m != line.user_id and m not in self.bots)
 
+    def own_ids(self, line: WindowLine) -> tuple[str, ...]:
+        """Numbers in a line that point at no one else: its writer's and the bot's ids."""
+        return (line.user_id, *sorted(self.bots))
+
     def addressed(self, line: WindowLine) -> bool:
         """A line that asks the bot to remember: it @-mentions the bot or says 记住."""
         return bool(self.bots & set(line.mentions)) or bool(_TEACHING.search(line.text))

@@ -71,6 +71,7 @@ class Teaching:
     # @-mentions besides the author and the bot: a teaching pointing at them is about them.
     others: tuple[KnownPerson, ...] = ()
     mentioned: tuple[str, ...] = ()
+    own_ids: tuple[str, ...] = ()  # the author's and the bot's ids: numbers that are no one else
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,9 @@ def judge_teaching(
             hit = find(forms)
             if hit is not None:
                 return Verdict(refusal, f"{refusal}: {hit} in {field}")
-    pointed = references((text.squeezed, source.squeezed), teaching.others, teaching.mentioned)
+    pointed = references(
+        (text.squeezed, source.squeezed), teaching.others, teaching.mentioned, teaching.own_ids
+    )
     verdict = _judge_people(teaching, text, source, pointed)
     if verdict is not None:
         return verdict

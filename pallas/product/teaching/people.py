@@ -18,7 +18,7 @@ simplified ones (only those these rules read), so "小紅偷過錢" reads as "�
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 # Traditional -> simplified, for the characters the rules below and common names use.
@@ -61,9 +61,10 @@ def references(
     squeezed: Sequence[str],
     others: Sequence[KnownPerson],
     mentioned: Sequence[str],
+    own_ids: Collection[str] = (),
 ) -> tuple[Reference, ...]:
     """Whom the squeezed texts (candidate, source) point at; the author is not in `others`
-    and not in `mentioned`."""
+    and not in `mentioned`, and `own_ids` (the author's and the bot's) are no one else."""
     found: dict[str, Reference] = {}
     by_user = {p.user_id: p for p in others}
     for user_id in mentioned:
@@ -77,6 +78,8 @@ def references(
         if _GROUP_NUMBER.search(text):
             continue
         for match in _NUMBER.finditer(text):
+            if match.group() in own_ids:
+                continue
             person = by_user.get(match.group())
             found.setdefault(
                 f"n:{match.group()}",
