@@ -483,3 +483,4 @@ async def test_a_member_cannot_forget_another_members_teaching_and_an_admin_can(
     model.script_when(MODEL, in_turn, forget, call("reply", text="忘掉了"))
     await say_as(napcat, 8834, "群管", "把开黑那条忘了", group, role="admin")
     assert db.scalar("SELECT status FROM memory_entry WHERE id = ?", entry["id"]) == "forgotten"
+
