@@ -210,6 +210,8 @@ async def test_a_profane_fact_is_refused(
     )  # fmt: skip
     assert len(entries(db)) == before
     assert "memory: refused from message" in bot.log_path.read_text(encoding="utf-8")
+    # He asked, so he is told (and the notice is out before the next test counts sends).
+    await wait_for(lambda: notices_to(napcat, MING, THIRD_GROUP), what="the notice")
 
 
 def notes(db: TimelineDb) -> list[tuple[str, str]]:
@@ -412,12 +414,14 @@ PROPOSED = [("群友小红偷过钱", "behavior"), ("小红上周偷了班费", 
             ("阿明欠了大家五千块不还", "fact")]  # fmt: skip
 
 
-def notices_to(napcat: NapCat, user: int) -> int:
-    """The bot's messages that @ `user` and say a teaching was not kept."""
+def notices_to(napcat: NapCat, user: int, group: int | None = None) -> int:
+    """The bot's messages (in `group`, or any) that @ `user` and say a teaching was not kept."""
     count = 0
     for sent in napcat.api_calls:
-        segments = sent["params"].get("message") if sent["action"] == "send_group_msg" else None
-        words = json.dumps(segments or [], ensure_ascii=False)
+        params = sent["params"] if sent["action"] == "send_group_msg" else {}
+        if group is not None and str(params.get("group_id")) != str(group):
+            continue
+        words = json.dumps(params.get("message") or [], ensure_ascii=False)
         count += "这条我没记" in words and f'"qq": "{user}"' in words
     return count
 
