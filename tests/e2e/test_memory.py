@@ -2,7 +2,9 @@
 
 A fact taught in a group is stored by the extraction job and recalled in a later turn's
 prompt (the trace says keyword); another group does not see it; a correction replaces it; a
-forget removes it; a profane "fact" is refused.
+forget removes it; a profane "fact" is refused. How people really talk reaches the extraction;
+planted claims about people are refused and their teachers told once; group knowledge is
+changed only by who taught it or an admin; and a hundred ambient lines stay cheap.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tests.support.console_api import put_settings, signed_in_page
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
 from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.memory_corpus import corpus_lines
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_101
@@ -488,3 +491,34 @@ async def test_a_member_cannot_forget_another_members_teaching_and_an_admin_can(
     await say_as(napcat, 8834, "群管", "把开黑那条忘了", group, role="admin")
     assert db.scalar("SELECT status FROM memory_entry WHERE id = ?", entry["id"]) == "forgotten"
 
+
+
+async def test_a_hundred_ambient_lines_and_two_ats_cost_at_most_five_calls_beyond_the_answers(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db, group = TimelineDb(bot.db_path), 7814
+    lines = [line.text for line in corpus_lines()][::8][:100]  # both labels, in file order
+    said = {*lines, "大家晚上好呀", "你们刚才聊到哪了"}
+    start = len(model.requests_for(MODEL))
+
+    def asked_again(body: dict[str, Any]) -> bool:
+        return in_turn(body) and "你们刚才聊到哪了" in json.dumps(body, ensure_ascii=False)
+
+    # Both @s are answered; the model stays silent on whatever else reaches it.
+    model.script_when(MODEL, asked_again, call("reply", text="在聊吃的"))
+    model.script_when(MODEL, in_turn, call("reply", text="晚上好"),
+                      *[call("silent", reason="闲聊")] * 40)  # fmt: skip
+    await say_as(napcat, 8841, "小赵", "大家晚上好呀", group)
+    for i, line in enumerate(lines):
+        await plain(napcat, db, group, 8842 + i % 4, line)
+    last = our_id(db, await say_as(napcat, 8841, "小赵", "你们刚才聊到哪了", group))
+    await wait_for(extracted_up_to(db, last), timeout=60, what="the last extraction")
+    calls = [
+        r.body for r in model.requests_for(MODEL)[start:]
+        if any(s in json.dumps(r.body, ensure_ascii=False) for s in said)
+    ]  # fmt: skip
+    extractions = [body for body in calls if not in_turn(body)]
+    assert extractions, "the memorable lines reached an extraction call"
+    # Measured: 2 answers, 3 turns the model stayed silent in (the natural window after the
+    # first answer, the ambient lottery, a public question) and 2 extraction runs.
+    assert len(calls) - 2 <= 5, (len(calls), len(extractions))
