@@ -450,6 +450,10 @@ async def test_planted_claims_about_people_are_refused_told_once_and_never_shown
     for teacher, words in zip(teachers, PLANTS, strict=True):
         ids.append(our_id(db, await say_as(napcat, teacher, f"u{teacher}", words, group)))
     await wait_for(extracted_up_to(db, max(ids)), timeout=30, what="the extraction")
+    # Each turn was told before answering that its teaching will not be kept.
+    turns = [r.body for r in model.requests_for(MODEL) if in_turn(r.body)
+             and any(p in json.dumps(r.body, ensure_ascii=False) for p in PLANTS)]  # fmt: skip
+    assert turns and all("不会被记下" in json.dumps(b, ensure_ascii=False) for b in turns)
     stream = db.scalar("SELECT stream_id FROM message WHERE id = ?", ids[0])
     assert db.query("SELECT text FROM memory_entry WHERE stream_id = ?", stream) == []
     log = bot.log_path.read_text(encoding="utf-8")

@@ -36,7 +36,7 @@ from pallas.product.memory.holds import memory_holds
 from pallas.product.memory.recall import BehaviorGuidance, MemoryRecall
 from pallas.product.memory.settings import memory_section
 from pallas.product.memory.store import MemoryStore
-from pallas.product.memory.teachers import RefusalNotices
+from pallas.product.memory.teachers import RefusalNotices, UnkeptTeachingNote
 from pallas.product.memory.tools import memory_tools
 from pallas.product.settings.applied import Live
 from pallas.product.settings.features import Feature, FeatureGate
@@ -87,6 +87,8 @@ def install_memory(plugs: Plugs, config: MemoryConfig | None = None) -> None:
     behavior = BehaviorGuidance(store, live)
     plugs.add_context_source(_SwitchedSource(recall, core.features))
     plugs.add_context_source(_SwitchedSource(behavior, core.features))
+    unkept = UnkeptTeachingNote(core.engine, core.superusers, core.clock)
+    plugs.add_context_source(_SwitchedSource(unkept, core.features))
     plugs.add_tool_plugin(
         FunctionPlugin("memory", "记忆：查找、纠正、忘掉记下的事", common=memory_tools(store))
     )

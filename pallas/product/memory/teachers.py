@@ -19,10 +19,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import Origin
+from pallas.core.facts import MemoryKind
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.delivery.payload import PayloadError
-from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal
+from pallas.product.conversation.turns.turn import Turn
+from pallas.product.llm.assembler.context import ContextBlock
+from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
 from pallas.product.teaching.people import KnownPerson
 from pallas.store.conversation import WindowLine
 from pallas.store.models import Identity, Member, Stream
@@ -124,4 +127,102 @@ class RefusalNotices:
             logger.warning("memory: could not tell {} of a refusal: {}", teacher.user_id, exc)
 
 
-__all__ = ["TOLD", "ChatPeople", "RefusalNotices", "chat_people", "refusal_notice"]
+
+
+# -- before the turn: a teaching that will not be kept is not answered with "记住了" -----------
+
+UNKEPT_PRIORITY = 1  # shown before anything recalled: it decides what the answer may promise
+# Refusals the teaching line alone shows; whom a fact is about waits for the model's proposal.
+_PLAIN_REFUSALS = TOLD - {Refusal.ABOUT_ANOTHER_PERSON}
+_SELF = re.compile(r"我|本人|俺")
+_BEHAVIOURAL = re.compile(r"以后|今后|从现在|有人问|问起|提到|就说|告诉|你要|你得|你的|你能不能")
+
+
+def unkept_refusal(
+    text: str,
+    author_person_id: int,
+    owner: bool,
+    people: ChatPeople,
+    mentioned: Sequence[str],
+    own_ids: Sequence[str],
+    now: datetime,
+) -> Refusal | None:
+    """What the guard will refuse a line asking to be remembered for, read from the line
+    alone: as a fact (about its speaker when they speak of themselves) and, when it reads
+    like an instruction, as a behaviour."""
+    about = author_person_id if _SELF.search(text) else None
+    kinds = [(MemoryKind.FACT, about)]
+    if _BEHAVIOURAL.search(text):
+        kinds.append((MemoryKind.BEHAVIOR, None))
+    for kind, whom in kinds:
+        teaching = Teaching(
+            text=text,
+            source_text=text,
+            author_person_id=author_person_id,
+            about_person_id=whom,
+            kind=kind,
+            author_is_owner=owner,
+            others=people.others(author_person_id),
+            mentioned=tuple(mentioned),
+            own_ids=tuple(own_ids),
+        )
+        refusal = judge_teaching(teaching, (), now).refusal
+        if refusal in _PLAIN_REFUSALS:
+            return refusal
+    return None
+
+
+class UnkeptTeachingNote:
+    """A context source: when someone in the batch asks the bot to remember something the
+    guard will refuse, the turn is told so (and why), so its answer says so instead of
+    "记住了". No read at all unless a line asks to be remembered."""
+
+    name = "unkept_teaching"
+
+    def __init__(
+        self, engine: AsyncEngine, superusers: frozenset[str], clock: Callable[[], datetime]
+    ) -> None:
+        self._engine = engine
+        self._superusers = superusers
+        self._clock = clock
+
+    async def fetch(self, turn: Turn) -> ContextBlock | None:
+        asked = [m for m in turn.messages if _TEACHING.search(m.message.text)]
+        if not asked:
+            return None
+        people = await chat_people(self._engine, turn.stream_id, ())
+        for stored in asked:
+            sender = stored.message.sender
+            mentioned = [
+                m for m in stored.message.mentions if m != sender.user_id and m not in people.bots
+            ]
+            refusal = unkept_refusal(
+                stored.message.text,
+                stored.sender_person_id,
+                sender.user_id in self._superusers,
+                people,
+                mentioned,
+                (sender.user_id, *people.bots),
+                self._clock(),
+            )
+            if refusal is not None:
+                name = sender.display_name
+                text = (
+                    f"{name} 刚才让你记住的话不会被记下：{REFUSAL_TEXT[refusal]}。"
+                    "回答时别说“记住了”，可以直接说这条不记。"
+                )
+                return ContextBlock(
+                    self.name, "这条不会记", text, UNKEPT_PRIORITY, {"refusal": refusal.value}
+                )
+        return None
+
+
+__all__ = [
+    "TOLD",
+    "ChatPeople",
+    "RefusalNotices",
+    "UnkeptTeachingNote",
+    "chat_people",
+    "refusal_notice",
+    "unkept_refusal",
+]
