@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from loguru import logger
 
 from pallas.product.conversation.jobs.periodic import PeriodicJob
-from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStore
+from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
 from pallas.store.jobs import ClaimedJob
 
 DECAY_KIND = "memory.decay"
@@ -40,12 +40,12 @@ def to_fade(records: Iterable[MemoryRecord], now: datetime) -> list[int]:
 
 async def run_decay(job: ClaimedJob, store: MemoryStore, clock: Callable[[], datetime]) -> None:
     now = clock()
-    faded, below = 0, None
-    while True:
-        page = await store.entries(limit=PAGE, below_id=below)
-        if not page:
-            break
-        faded += await store.fade(to_fade(page, now), now)
-        below = page[-1].id
+    faded = 0
+    # A heard group entry nobody confirms weakens like any other and fades the same way.
+    for status in (MemoryStatus.ACTIVE, MemoryStatus.HEARD):
+        below = None
+        while page := await store.entries(status=status, limit=PAGE, below_id=below):
+            faded += await store.fade(to_fade(page, now), now)
+            below = page[-1].id
     if faded:
         logger.info("memory: {} entries faded (not said again for too long)", faded)

@@ -172,8 +172,9 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         features,
         len(theirs),
     )
-    if deps.embedder is not None and written:
-        await deps.embedder.embed_entries([w.entry_id for w in written])
+    kept = [w.entry_id for w in written if not w.heard]  # a heard entry is found by nothing
+    if deps.embedder is not None and kept:
+        await deps.embedder.embed_entries(kept)
 
 
 def extraction_model_type(models: ModelManager) -> ModelType | None:

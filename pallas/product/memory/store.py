@@ -7,8 +7,9 @@ never deletes a row: the entry's status says it is no longer recalled. See docs/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -156,29 +157,47 @@ class MemoryStore:
         text = " ".join(item.text.split())[:MAX_TEXT_CHARS]
         terms = index_terms(text)
         # One read of its place serves both the duplicate check and the cap.
-        active = await _active(conn, item.stream_id, item.person_id, item.kind)
+        active = await _entries_at(conn, item.stream_id, item.person_id, item.kind, _ACTIVE)
         same = self._duplicate_of(active, item, terms)
         if same is not None:
             await self._reinforce(conn, same, item, text, now, actor, turn_id)
             return Remembered(same.id, merged=True)
-        waiting = await _active(conn, item.stream_id, item.person_id, item.kind, _HEARD)
-        same = self._duplicate_of(waiting, item, terms)
+        waiting = await _entries_at(conn, item.stream_id, item.person_id, item.kind, _HEARD)
+        least = self.limits.merge_overlap
+        same = next((w for w in waiting if _same_claim(w.text, text, terms, least)), None)
         if same is not None:
-            await self._reinforce(conn, same, item, text, now, actor, turn_id)
-            if item.heard and same.taught_by in (None, item.taught_by):
-                return Remembered(same.id, merged=True, heard=True)
-            # A second member said it, or an admin taught it: the group's now.
-            faded = await self._make_room(conn, item, active, now)
-            await _set_status(conn, (same.id,), MemoryStatus.ACTIVE, now)
-            await _log(conn, same.id, "confirmed", actor, None, {"text": text}, turn_id, now)
-            return Remembered(same.id, merged=True, faded=faded)
+            return await self._heard_again(conn, same, item, text, active, now, actor, turn_id)
         place = waiting if item.heard else active
         faded = await self._make_room(conn, item, place, now)
         entry_id = await self._insert(conn, item, text, now)
-        await _index(conn, entry_id, owner_key(item.stream_id, item.person_id), terms)
+        if not item.heard:  # a heard entry is found by nothing until it is confirmed
+            await _index(conn, entry_id, owner_key(item.stream_id, item.person_id), terms)
         action = "heard" if item.heard else "created"
         await _log(conn, entry_id, action, actor, None, {"text": text}, turn_id, now)
         return Remembered(entry_id, merged=False, faded=faded, heard=item.heard)
+
+    async def _heard_again(
+        self,
+        conn: AsyncConnection,
+        same: MemoryRecord,
+        item: NewMemory,
+        text: str,
+        active: Sequence[MemoryRecord],
+        now: datetime,
+        actor: str,
+        turn_id: int | None,
+    ) -> Remembered:
+        """The same claim as a heard entry: from its teacher again it still waits; from a
+        second member, or taught by an admin, it is the group's now (its wording kept)."""
+        kept = await self._reinforce(conn, same, item, text, now, actor, turn_id)
+        if item.heard and same.taught_by in (None, item.taught_by):
+            return Remembered(same.id, merged=True, heard=True)
+        faded = await self._make_room(conn, replace(item, heard=False), active, now)
+        await _set_status(conn, (same.id,), MemoryStatus.ACTIVE, now)
+        await _reindex(conn, same.id, owner_key(same.stream_id, same.person_id), kept)
+        await _log(conn, same.id, "confirmed", actor, {"status": "heard"}, {"text": kept},
+                   turn_id, now)  # fmt: skip
+        return Remembered(same.id, merged=True, faded=faded)
 
     def _duplicate_of(
         self, active: Sequence[MemoryRecord], item: NewMemory, terms: frozenset[str]
@@ -199,9 +218,12 @@ class MemoryStore:
         now: datetime,
         actor: str,
         turn_id: int | None,
-    ) -> None:
-        # The newer wording wins when it says more; the confidence grows with each repeat.
-        new_text = text if len(text) > len(old.text) else old.text
+    ) -> str:
+        """Merge `item` into `old`; the wording it keeps."""
+        # The newer wording wins when it says more, and only from whoever taught the entry:
+        # nobody rewords someone else's teaching by saying something like it.
+        own = old.taught_by in (None, item.taught_by)
+        new_text = text if own and len(text) > len(old.text) else old.text
         sources = tuple(dict.fromkeys((*old.source_message_ids, *item.source_message_ids)))[-20:]
         await conn.execute(
             update(MemoryEntry)
@@ -215,12 +237,13 @@ class MemoryStore:
                 updated_at=now,
             )
         )
-        if new_text != old.text:
+        if new_text != old.text and old.status is MemoryStatus.ACTIVE:
             await _reindex(conn, old.id, owner_key(old.stream_id, old.person_id), new_text)
             await _drop_vectors(conn, (old.id,))
         await _log(
             conn, old.id, "merged", actor, {"text": old.text}, {"text": new_text}, turn_id, now
         )
+        return new_text
 
     async def _make_room(
         self,
@@ -501,15 +524,24 @@ async def _get(conn: AsyncConnection, entry_id: int) -> MemoryRecord | None:
     return to_record(row) if row is not None else None
 
 
-_HEARD = MemoryStatus.HEARD
+_ACTIVE, _HEARD = MemoryStatus.ACTIVE, MemoryStatus.HEARD
+# A claim and its negation share most words ("周五开黑" / "周五不开黑"): only the same claim
+# confirms a heard entry.
+_NEGATION = re.compile(r"不|没|别|非|无|未|禁止")
 
 
-async def _active(
+def _same_claim(heard: str, text: str, terms: frozenset[str], least: float) -> bool:
+    if len(_NEGATION.findall(heard)) != len(_NEGATION.findall(text)):
+        return False
+    return heard == text or overlap(terms, index_terms(heard)) >= least
+
+
+async def _entries_at(
     conn: AsyncConnection,
     stream_id: int,
     person_id: int | None,
     kind: MemoryKind,
-    status: MemoryStatus = MemoryStatus.ACTIVE,
+    status: MemoryStatus,
 ) -> list[MemoryRecord]:
     query = select(*_RECORD_COLUMNS).where(
         MemoryEntry.stream_id == stream_id,

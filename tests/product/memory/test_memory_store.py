@@ -266,3 +266,26 @@ async def test_an_admins_teaching_confirms_what_a_member_said(
     await store.remember([admin], T0, actor="test")
     [kept] = await store.entries(stream_id=ming.stream_id, kind=MemoryKind.BEHAVIOR)
     assert kept.status is MemoryStatus.ACTIVE
+
+
+async def test_a_confirmation_keeps_the_teachers_words_and_fades_nothing_it_should_not(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    ming, hong = await _speak(writer, "42"), await _speak(writer, "43")
+    room = ming.stream_id
+    # More active group facts than heard entries may wait: a confirmation must not read the
+    # waiting list's cap as the group's.
+    store = MemoryStore(engine, limits=MemoryLimits(heard=2, group_facts=10))
+    for rule in ("禁止发广告", "新人改名片", "月初交群费", "周日读书会", "不聊政治"):
+        await store.remember([fact(room, None, rule)], T0, actor="t")
+
+    async def say(person: int, text: str) -> None:
+        item = fact(room, None, text, taught_by=person, heard=True)
+        await store.remember([item], T0, actor="test")
+
+    await say(ming.person_id, "本群周五晚上开黑")
+    await say(hong.person_id, "本群周五晚上不开黑")  # the opposite claim confirms nothing
+    assert len(await store.entries(stream_id=room)) == 5
+    await say(hong.person_id, "本群每个周五晚上开黑")  # a longer wording of the same claim
+    texts = {e.text for e in await store.entries(stream_id=room)}
+    assert len(texts) == 6 and "本群周五晚上开黑" in texts  # the teacher's words, kept
