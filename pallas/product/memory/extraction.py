@@ -356,7 +356,7 @@ def _about_whom_it_points_at(item: NewMemory, source: WindowLine, people: ChatPe
     about that person (and the guard's "about someone else" rule applies to it)."""
     if item.kind is not MemoryKind.FACT or item.person_id is not None:
         return item
-    texts = (normalise(item.text).squeezed, normalise(source.text).squeezed)
+    texts = (normalise(item.text).loose, normalise(source.text).loose)
     others = people.others(source.sender_person_id)
     who = subject_of(references(texts, others, people.mentioned(source), people.own_ids(source)))
     return item if who is None else replace(item, person_id=who)

@@ -17,8 +17,8 @@ rules is the specification; the first that matches decides:
 8. a behaviour that tells the bot what to say about people, to hand out ids or contact
    details, or that points at anyone but its author (有人问起小红就说…)  -> about_people
 9. a fact about someone other than its author, unless the owner said it; a group fact
-   that points at a person (a name, an @, a QQ number) is not group knowledge
-                                                                    -> about_another_person
+   that points at a person (a name, an @, a QQ number) is not group knowledge, for anyone;
+   an episode that points at someone, unless the owner said it        -> about_another_person
 10. the author is cooling down (below), unless the author is the owner -> cooldown
 
 Owners skip rules 9 and 10 only: the lexicon, injection and people rules hold for everyone.
@@ -51,11 +51,13 @@ from enum import StrEnum
 from pallas.core.facts import MemoryKind
 from pallas.product.teaching.lexicon import BELITTLING_WORDS, HARMLESS_PHRASES, VULGAR_WORDS
 from pallas.product.teaching.people import (
+    THIRD_PARTY,
     KnownPerson,
     Reference,
     find_instruction_about_people,
     find_sensitive,
     references,
+    to_simplified,
 )
 
 
@@ -162,7 +164,7 @@ def judge_teaching(
             if hit is not None:
                 return Verdict(refusal, f"{refusal}: {hit} in {field}")
     pointed = references(
-        (text.squeezed, source.squeezed), teaching.others, teaching.mentioned, teaching.own_ids
+        (text.loose, source.loose), teaching.others, teaching.mentioned, teaching.own_ids
     )
     verdict = _judge_people(teaching, text, source, pointed)
     if verdict is not None:
@@ -174,19 +176,27 @@ def _judge_people(
     teaching: Teaching, text: Normalised, source: Normalised, pointed: Sequence[Reference]
 ) -> Verdict | None:
     """Rules 7 and 8: they hold for owners too."""
+    others = bool(pointed) or any(
+        THIRD_PARTY.search(to_simplified(forms.squeezed)) for forms in (text, source)
+    )
+    # The speaker's own health may be kept; a claim about anyone else may not. The source
+    # line decides "anyone else": the stored text names the speaker in the third person.
     own = (
         teaching.kind is MemoryKind.FACT
         and teaching.about_person_id == teaching.author_person_id
         and not pointed
+        and not THIRD_PARTY.search(to_simplified(source.squeezed))
     )
+    # A behaviour may speak of a topic ("有人说自己抑郁时温柔点"), never of someone.
+    claims = not own and (teaching.kind is not MemoryKind.BEHAVIOR or others)
     for field, forms in (("text", text), ("source_text", source)):
         hit = find_sensitive(forms.squeezed, forms.loose)
-        if hit is not None and not own:
+        if hit is not None and claims:
             return Verdict(Refusal.SENSITIVE, f"sensitive: {hit} in {field}")
     if teaching.kind is not MemoryKind.BEHAVIOR:
         return None
     for field, forms in (("text", text), ("source_text", source)):
-        hit = find_instruction_about_people(forms.squeezed, forms.loose)
+        hit = find_instruction_about_people(forms.squeezed, forms.loose, others)
         if hit is not None:
             return Verdict(Refusal.ABOUT_PEOPLE, f"about_people: {hit} in {field}")
     if pointed:
@@ -213,6 +223,11 @@ def _judge_author(
         )
     if teaching.author_is_owner:
         return Verdict(None, "allowed: owner")
+    if teaching.kind is MemoryKind.EPISODE and pointed:
+        return Verdict(
+            Refusal.ABOUT_ANOTHER_PERSON,
+            f"about_another_person: an episode that points at {_shown(pointed)}",
+        )
     if teaching.kind is MemoryKind.FACT and about not in (None, teaching.author_person_id):
         return Verdict(
             Refusal.ABOUT_ANOTHER_PERSON,

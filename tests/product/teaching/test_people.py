@@ -106,6 +106,48 @@ def test_disguised_plants_are_refused(
     assert judge(text, source, kind=kind, mentioned=("20002",) if "@" in source else ()) is refusal
 
 
+def test_an_episode_that_names_people_is_the_owners_to_keep() -> None:
+    episode = "阿明和小红约好周末去爬山"
+    assert judge(episode, kind=EPISODE) is Refusal.ABOUT_ANOTHER_PERSON
+    assert judge(episode, kind=EPISODE, owner=True) is None
+    assert judge("小红是内鬼，偷偷告密", kind=EPISODE, owner=True) is None  # not a listed claim
+    assert judge("小红偷了大家的钱", kind=EPISODE, owner=True) is Refusal.SENSITIVE
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        # a role or a pronoun is someone else too
+        ("他知道群主吸毒", "我知道群主吸毒"),
+        ("他同事骗了他五千块", "我同事骗了我五千块"),
+        ("他妈有糖尿病和癌症", "我妈有癌症"),
+        # a forbidding word only counts when it governs the claim
+        ("群主不要脸偷了班费", "群主不要脸偷了班费"),
+        ("群主拒绝还钱，欠了大家五千", "群主拒绝还钱，欠了大家五千"),
+        ("群主不能再吸毒了", "群主不能再吸毒了"),
+        # pinyin straight after Chinese
+        ("群主touguoqian", "群主touguoqian"),
+    ],
+)
+def test_claims_about_others_hidden_as_the_speakers_own_are_refused(
+    text: str, source: str
+) -> None:
+    assert judge(text, source, about=AUTHOR) is Refusal.SENSITIVE
+
+
+def test_ids_are_numbers_known_as_someones_or_written_as_ids() -> None:
+    assert judge("他的QQ号是123456789", about=AUTHOR) is None  # his own, as a fact about him
+    unknown = references(("管理员的qq是123456789",), OTHERS, ())
+    assert [(r.how, r.person_id) for r in unknown] == [("number", None)]
+    assert references(("团购满123456789包邮",), OTHERS, ()) == ()
+    assert references(("小红的QQ号是30003",), OTHERS, ())[-1].person_id == MING.person_id
+
+
+def test_everyday_words_as_cards_are_not_looked_for() -> None:
+    weekend = KnownPerson(7, "70007", ("周末",))
+    assert references(("本群周末不聊工作",), (weekend,), ()) == ()
+
+
 def test_a_fact_about_a_named_member_is_theirs_to_tell_but_an_owner_may() -> None:
     assert judge("小红喜欢吃辣", about=HONG.person_id) is Refusal.ABOUT_ANOTHER_PERSON
     assert judge("小红喜欢吃辣", about=HONG.person_id, owner=True) is None
@@ -130,8 +172,22 @@ ALLOWED = [
     ("回复短一点", "回复短一点", BEHAVIOR, None),
     ("叫他老王就行", "叫我老王就行", BEHAVIOR, None),
     ("别老是接话", "你别老是接话", BEHAVIOR, None),
-    # an episode may name people
-    ("阿明和小红约好周末去爬山", "阿明和小红约好周末去爬山", EPISODE, None),
+    # prices, dates, times and ordinary group rules are not ids or claims
+    ("每周六14:00-16:00开黑", "以后每周六14:00-16:00开黑", FACT, None),
+    ("群里2024.10.01聚会", "群里2024.10.01聚会", FACT, None),
+    ("团购满10000包邮", "团购满10000包邮", FACT, None),
+    ("谨防诈骗，不要私下转账", "谨防诈骗，不要私下转账", FACT, None),
+    ("本群不聊违法的话题", "本群不聊违法的话题", FACT, None),
+    ("同志们，以后周五开黑", "同志们，以后周五开黑", FACT, None),
+    ("拉拉队周五训练", "拉拉队周五训练", FACT, None),
+    ("他每天偷菜", "我每天偷菜", FACT, AUTHOR),
+    ("大家都是懒癌", "大家都是懒癌", FACT, None),
+    # behaviours about topics, not people
+    ("你的定位是技术群助手", "你的定位是技术群助手", BEHAVIOR, None),
+    ("有人问到价格就回答看群公告", "有人问到价格就回答看群公告", BEHAVIOR, None),
+    ("有人说自己抑郁时要温柔回复", "有人说自己抑郁时要温柔回复", BEHAVIOR, None),
+    ("以后不要嘲笑他们", "以后不要嘲笑他们", BEHAVIOR, None),
+    ("叫他qianqian就行", "叫我 qianqian 就行", BEHAVIOR, None),
     # look-alikes of sensitive words
     ("他上班喜欢偷懒", "我上班喜欢偷懒", FACT, AUTHOR),
     ("他是处女座", "我是处女座", FACT, AUTHOR),
@@ -149,7 +205,7 @@ def test_references_find_names_ats_and_numbers_and_say_whom() -> None:
     found = references(("小紅拿了阿明的東西",), OTHERS, ())
     assert {r.person_id for r in found} == {HONG.person_id, MING.person_id}
     assert subject_of(found) is None  # two people: nobody in particular
-    only = references(("记住20002",), OTHERS, ())
+    only = references(("记住 20002",), OTHERS, ())
     assert [(r.how, r.person_id) for r in only] == [("number", HONG.person_id)]
     assert subject_of(only) == HONG.person_id
     assert subject_of(references(("记住",), OTHERS, ("99999",))) is None  # unknown @

@@ -109,6 +109,9 @@ async def start_agent(
     delivery = runtime.delivery
     ledger = runtime.recorders.ledger
     delivery.dispatcher = OutboxDispatcher(delivery.outbox, outlet, ledger, FAST, utc_now)
+    # What features send (core.sender) wakes this dispatcher, not the one it replaced: else
+    # their rows wait for its idle look, half a minute.
+    delivery.sender._dispatcher = delivery.dispatcher
     runtime.conversation.runner.handler = build_agent_handler(
         engine=runtime.engine,
         ledger=runtime.recorders.ledger,
@@ -142,7 +145,9 @@ async def settle(runtime: Runtime) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 10
     while await runtime.delivery.outbox.open_count():
-        assert loop.time() < deadline, "outbox did not drain"
+        if loop.time() >= deadline:
+            heads = await runtime.delivery.outbox.heads()
+            raise AssertionError(f"outbox did not drain: {heads}")
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     await runtime.recorders.ledger.flush()
