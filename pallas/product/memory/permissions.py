@@ -43,11 +43,14 @@ class Entry(Protocol):
 
 
 def rank_of(roles: Collection[str], owner: bool) -> Rank:
-    """The highest rank among the askers: their group roles, and whether one is the bot's
-    owner."""
+    """The askers' rank: the bot's owner's when one of them is the owner; an admin's only
+    when every asker holds an admin role (`roles`: one per asker), so a member writing in the
+    same batch as an admin does not borrow the admin's rank."""
     if owner:
         return Rank.OWNER
-    return Rank.ADMIN if ADMIN_ROLES & set(roles) else Rank.MEMBER
+    if roles and all(role in ADMIN_ROLES for role in roles):
+        return Rank.ADMIN
+    return Rank.MEMBER
 
 
 def is_group_level(entry: Entry) -> bool:

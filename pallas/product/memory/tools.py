@@ -31,6 +31,7 @@ from pallas.product.llm.tools.base import (
 from pallas.product.memory.permissions import Change, Rank, is_group_level, may_change, rank_of
 from pallas.product.memory.recall_reads import RecallScope, keyword_recall
 from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
+from pallas.product.memory.teachers import chat_people
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
 from pallas.store.models import Identity, Member, Message
 
@@ -49,6 +50,7 @@ CONTENT_REFUSALS = frozenset(
         Refusal.BELITTLING,
         Refusal.SENSITIVE,
         Refusal.ABOUT_PEOPLE,
+        Refusal.ABOUT_ANOTHER_PERSON,  # owners pass for a person's fact, not a group one
     }
 )
 DOMAIN = "memory"
@@ -71,6 +73,7 @@ class _Chat:
     platform: str
     askers: frozenset[int]
     rank: Rank
+    asker_user_ids: tuple[str, ...] = ()
 
     async def person_id(self, user_id: str) -> int:
         found = await person_ids(self.engine, self.platform, [user_id])
@@ -103,16 +106,19 @@ async def _chat(context: ToolContext) -> _Chat:
     stream_id = context.conversation.stream_id
     roles = await roles_here(context.engine, stream_id, askers)
     rank = rank_of(roles, context.conversation.asker_is_owner)
-    return _Chat(context.engine, stream_id, platform, askers, rank)
+    users = tuple(context.asker_user_ids)
+    return _Chat(context.engine, stream_id, platform, askers, rank, users)
 
 
-async def roles_here(engine: AsyncEngine, stream_id: int, people: Iterable[int]) -> set[str]:
-    """The group roles (owner / admin / member) these people hold in this chat."""
-    query = select(Member.role).where(
+async def roles_here(engine: AsyncEngine, stream_id: int, people: Collection[int]) -> list[str]:
+    """Each asker's group role here (owner / admin / member; "" when unknown): a rank is
+    only as high as the lowest asker's, so a member does not borrow an admin's."""
+    query = select(Member.person_id, Member.role).where(
         Member.stream_id == stream_id, Member.person_id.in_(list(people))
     )
     async with engine.connect() as conn:
-        return {str(role) for role in (await conn.execute(query)).scalars() if role}
+        known = {int(row.person_id): str(row.role or "") for row in await conn.execute(query)}
+    return [known.get(person, "") for person in people]
 
 
 async def person_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> dict[str, int]:
@@ -348,9 +354,11 @@ class MemoryCorrectTool(_MemoryTool):
                     "after": named(names, target),
                 }
         if new_text is not None and new_text != entry.text:
-            about = move.get("person_id", entry.person_id)
-            _check_text(entry, new_text, about, chat.askers, context.now)
             changes["text"] = {"before": entry.text, "after": new_text}
+        if changes:  # what the entry would say, about whom: the guard's content rules
+            about = move.get("person_id", entry.person_id)
+            final = entry.text if new_text is None else new_text
+            await _check_text(chat, entry, final, about, context.now)
         if not changes:
             raise ToolError("和原来一样，不用改")
         corrected = await self._store.correct(
@@ -376,18 +384,23 @@ class MemoryCorrectTool(_MemoryTool):
         return target
 
 
-def _check_text(
-    entry: MemoryRecord, text: str, about: int | None, askers: Collection[int], now: datetime
+async def _check_text(
+    chat: _Chat, entry: MemoryRecord, text: str, about: int | None, now: datetime
 ) -> None:
-    """The guard's content rules on corrected text; who may correct is decided by the tool.
-    A person rewording their own fact is its author (their own health may be kept)."""
+    """The guard's content rules on a corrected entry, people rules included; who may
+    correct is decided by the tool. A person rewording their own fact is its author (their
+    own health may be kept); a group fact that points at someone is refused for everyone."""
+    people = await chat_people(chat.engine, chat.stream_id, ())
+    author = about if about is not None and about in chat.askers else 0
     teaching = Teaching(
         text=text,
         source_text="",
-        author_person_id=about if about is not None and about in askers else 0,
+        author_person_id=author,
         about_person_id=about,
         kind=entry.kind,
         author_is_owner=True,
+        others=people.others(author),
+        own_ids=(*chat.asker_user_ids, *people.bots),
     )
     verdict = judge_teaching(teaching, (), now)
     if verdict.refusal is not None and verdict.refusal in CONTENT_REFUSALS:

@@ -246,6 +246,28 @@ async def test_a_correction_the_guard_refuses(chat: Chat, text: str, refusal: Re
     assert record is not None and record.text == "小明喜欢吃榴莲"
 
 
+async def test_a_correction_cannot_plant_a_claim_about_someone_else(chat: Chat) -> None:
+    tool = MemoryCorrectTool(chat.store)
+    own = await chat.teach("小明喜欢吃榴莲", chat.ming, taught_by=chat.ming)
+    # His own health, reworded by him: kept.
+    await tool.run({"memory_id": own, "text": "小明有抑郁症，在吃药"}, chat.here(MING))
+    # The same claim about a named member, or handed to her: refused, the owner too.
+    for arguments, owner in (
+        ({"memory_id": own, "text": "小明和小红都有抑郁症"}, False),
+        ({"memory_id": own, "about_user_id": HONG}, False),
+        ({"memory_id": own, "about_user_id": HONG}, True),
+    ):
+        with pytest.raises(ToolError) as refused:
+            await tool.run(arguments, chat.here(MING, owner=owner))
+        assert str(refused.value) == REFUSAL_TEXT[Refusal.SENSITIVE]
+    rule = await chat.teach("本群周五一起吃饭", None, taught_by=chat.ming)
+    with pytest.raises(ToolError) as refused:
+        await tool.run({"memory_id": rule, "text": "小红是本群的叛徒"}, chat.here(MING))
+    assert str(refused.value) == REFUSAL_TEXT[Refusal.ABOUT_ANOTHER_PERSON]
+    entries = {e.id: (e.text, e.person_id) for e in await chat.store.entries()}
+    assert entries == {own: ("小明有抑郁症，在吃药", chat.ming), rule: ("本群周五一起吃饭", None)}
+
+
 # -- forget --------------------------------------------------------------------------------
 
 

@@ -88,8 +88,10 @@ def test_what_a_member_teaches_the_group_waits(
     assert kept_as_heard(kind, about, rank) is heard
 
 
-def test_rank_is_the_highest_among_the_askers() -> None:
+def test_rank_is_an_admins_only_when_every_asker_is_one() -> None:
     assert rank_of([], False) is MEMBER
-    assert rank_of(["member", "admin"], False) is ADMIN
+    assert rank_of(["member", "admin"], False) is MEMBER  # no borrowing an admin's rank
+    assert rank_of(["admin", "owner"], False) is ADMIN
     assert rank_of(["owner"], False) is ADMIN  # the group's owner
+    assert rank_of(["", "admin"], False) is MEMBER  # an asker of unknown role
     assert rank_of(["member"], True) is OWNER  # the bot's owner
