@@ -30,7 +30,7 @@ PASSING_MAX_CHARS = 25
 _COMMAND = re.compile(r"^\s*[/!！#]")
 _SHARE = re.compile(r"^\s*(?:\[[^\]]{1,8}\]|【[^】]{1,12}】)|https?://")  # a share, a link
 
-_ASKED_TO_REMEMBER = re.compile(r"记住|记下|记一下|别忘了|remember", re.IGNORECASE)
+_ASKED_TO_REMEMBER = re.compile(r"记住|记下来|记一下|帮我记|别忘了|remember", re.IGNORECASE)
 # Who the line is about.
 _SELF = re.compile(
     r"我|偶|俺|鹅|窝|本人|咱|人家|阿拉|自己|老子|\b(?:i|i'm|im|my|me|mine)\b", re.IGNORECASE
@@ -92,10 +92,10 @@ def is_candidate(text: str) -> bool:
     normal = unicodedata.normalize("NFKC", text).strip()
     if not MIN_CHARS <= len(normal) <= MAX_CHARS or _COMMAND.match(normal):
         return False
-    if _SHARE.search(normal) and not _SELF.search(normal):
-        return False
     if _ASKED_TO_REMEMBER.search(normal):  # the model decides, and the guard, what is kept
         return True
+    if _SHARE.search(normal) and not _SELF.search(normal) and not _RULE.search(normal):
+        return False
     if (_GROUP.search(normal) or _BOT.search(normal)) and _RULE.search(normal):
         return True
     if _PLAN.search(normal) or _SUBJECTLESS.search(normal):

@@ -312,7 +312,7 @@ async def _judge(
                 "memory: proposal refused: about {} who did not speak", proposal.about_user_id
             )
             continue
-        item = _about_whom_it_points_at(item, source, people)
+        item = _about_whom_it_points_at(item, source, people, lines)
         author = source.sender_person_id
         if author not in recent:
             recent[author] = await deps.store.taught_since(author, now - COOLDOWN_LOOKBACK)
@@ -326,7 +326,7 @@ async def _judge(
                 kind=item.kind,
                 author_is_owner=owner,
                 others=people.others(author),
-                mentioned=people.mentioned(source),
+                mentioned=people.mentioned(source, lines),
                 own_ids=people.own_ids(source),
             ),
             recent[author],
@@ -344,21 +344,25 @@ async def _judge(
             continue
         recent[author].append(now)
         rank = rank_of([source.role], owner)
-        accepted.append(replace(item, heard=kept_as_heard(item.kind, item.person_id, rank)))
+        heard = people.group and kept_as_heard(item.kind, item.person_id, rank)
+        accepted.append(replace(item, heard=heard))
     if deps.notices is not None:
         for source, refusal in refused.values():
             await deps.notices.tell(stream_id, source, refusal, now)
     return accepted
 
 
-def _about_whom_it_points_at(item: NewMemory, source: WindowLine, people: ChatPeople) -> NewMemory:
+def _about_whom_it_points_at(
+    item: NewMemory, source: WindowLine, people: ChatPeople, lines: Sequence[WindowLine]
+) -> NewMemory:
     """A group fact that names, @s or gives the number of one person of the chat is a fact
     about that person (and the guard's "about someone else" rule applies to it)."""
     if item.kind is not MemoryKind.FACT or item.person_id is not None:
         return item
     texts = (normalise(item.text).loose, normalise(source.text).loose)
     others = people.others(source.sender_person_id)
-    who = subject_of(references(texts, others, people.mentioned(source), people.own_ids(source)))
+    mentioned = people.mentioned(source, lines)
+    who = subject_of(references(texts, others, mentioned, people.own_ids(source)))
     return item if who is None else replace(item, person_id=who)
 
 

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import Origin
 from pallas.core.facts import MemoryKind
-from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.delivery.payload import PayloadError
 from pallas.product.conversation.turns.turn import Turn
@@ -43,20 +43,28 @@ TOLD = frozenset(
         Refusal.BELITTLING,
     }
 )
-_TEACHING = re.compile(r"记住|记下|记得|记一下|别忘|remember", re.IGNORECASE)
+# Asking the bot to remember; not 记得 ("我记得…", "你还记得吗"), which is recalling.
+_TEACHING = re.compile(r"记住|记下来|记一下|帮我记|别忘了|remember", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class ChatPeople:
     known: tuple[KnownPerson, ...]  # the chat's people, the bot's accounts left out
     bots: frozenset[str]  # the bot's user ids here
+    group: bool = True  # a group chat (a private one has no second member to confirm)
 
     def others(self, author_person_id: int) -> tuple[KnownPerson, ...]:
         return tuple(p for p in self.known if p.person_id != author_person_id)
 
-    def mentioned(self, line: WindowLine) -> tuple[str, ...]:
-        """Whom a line @-mentions besides its writer and the bot."""
-        return tuple(m for m in line.mentions if m != line.user_id and m not in self.bots)
+    def mentioned(
+        self, line: WindowLine, lines: Sequence[WindowLine] = ()
+    ) -> tuple[str, ...]:
+        """Whom a line @-mentions besides its writer and the bot; a reply's @ of the person
+        it answers (QQ adds one) is not pointing at them."""
+        quoted = line.reply_to
+        answered = {q.user_id for q in lines if quoted and q.platform_message_id == quoted}
+        skip = {line.user_id, *self.bots, *answered}
+        return tuple(m for m in line.mentions if m not in skip)
 
     def own_ids(self, line: WindowLine) -> tuple[str, ...]:
         """Numbers in a line that point at no one else: its writer's and the bot's ids."""
@@ -78,8 +86,11 @@ async def chat_people(
         .limit(MAX_PEOPLE)
     )
     async with engine.connect() as conn:
-        self_id = await conn.scalar(select(Stream.self_id).where(Stream.id == stream_id))
+        stream = (
+            await conn.execute(select(Stream.self_id, Stream.kind).where(Stream.id == stream_id))
+        ).first()
         rows = (await conn.execute(query)).all()
+    self_id = stream.self_id if stream is not None else ""
     bots = {line.user_id for line in lines if line.from_bot} | ({self_id} if self_id else set())
     names: dict[int, tuple[str, set[str]]] = {}
     for row in rows:
@@ -93,7 +104,8 @@ async def chat_people(
         for person_id, (user_id, found) in names.items()
         if user_id not in bots
     )
-    return ChatPeople(known, frozenset(bots))
+    in_group = stream is None or stream.kind == StreamKind.GROUP.value
+    return ChatPeople(known, frozenset(bots), in_group)
 
 
 def refusal_notice(teacher_user_id: str, refusal: Refusal) -> tuple[Segment, ...]:

@@ -50,6 +50,9 @@ def test_on_the_held_out_half_recall_is_at_least_95_and_pass_rate_at_most_35_per
         "湖南人，从小吃辣",
         "I'm allergic to peanuts",
         "偶是程序猿",
+        # posted rules and bracketed requests to remember
+        "【群规】禁止发广告",
+        "【重要】记住，周五晚上开会",
     ],
 )
 def test_phrasings_the_old_filter_missed_get_through(text: str) -> None:

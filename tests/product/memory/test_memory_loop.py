@@ -27,7 +27,7 @@ from tests.product.llm.agent.harness import (
     start_agent,
 )
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
-from tests.support.inbound import BOT_ID, group, message
+from tests.support.inbound import BOT_ID, group, message, private
 from tests.support.waiting import until, until_async
 
 MODEL = CHAT_MODEL
@@ -209,6 +209,32 @@ async def test_a_profane_fact_and_a_fact_about_someone_else_are_refused(
     async with runtime.engine.connect() as conn:
         runs = (await conn.execute(select(Job.status).where(Job.kind == EXTRACT_KIND))).all()
     assert [r.status for r in runs] == ["done"]
+
+
+async def test_a_members_manners_wait_in_a_group_and_are_kept_at_once_in_a_private_chat(
+    runtime: Runtime, model_server: FakeModelServer
+) -> None:
+    manners = remember(0, "回复要短一点", about=None, kind="behavior")
+
+    def script(mid: int) -> None:
+        answer = json.loads(manners.tool_calls[0].arguments) | {"message_id": mid}
+        spec = ToolCallSpec("memory__remember", json.dumps(answer, ensure_ascii=False))
+        model_server.script(MODEL, Reply("", (spec,)))
+
+    model_server.script(MODEL, call("reply", text="好"))
+    await at_bot(runtime, "你话太多了，回复短一点", then=script)
+    await until_async(lambda: _job_idle(runtime))
+    store = MemoryStore(runtime.engine)
+    assert await store.entries() == []  # only heard: a second member has not said it
+    [heard] = await store.entries(status=MemoryStatus.HEARD)
+    # Scripted before the line is said: the extraction may run as soon as the turn ends.
+    inferred = {"about_user_id": None, "kind": "behavior", "text": "回复要短一点"}
+    spec = ToolCallSpec("memory__remember", json.dumps(inferred, ensure_ascii=False))
+    model_server.script(MODEL, call("reply", text="好"), Reply("", (spec,)))
+    await say(runtime, message("回复短一点吧", stream=private(MING), user_id=MING))
+    await extracted(runtime, 1)
+    [kept] = await store.entries()
+    assert kept.id != heard.id and kept.status is MemoryStatus.ACTIVE
 
 
 async def test_nothing_promising_costs_no_model_call(

@@ -10,6 +10,7 @@ import pytest
 from pallas.product.memory.teachers import ChatPeople, refusal_notice, unkept_refusal
 from pallas.product.teaching.guard import Refusal
 from pallas.product.teaching.people import KnownPerson
+from pallas.store.conversation import WindowLine
 
 AUTHOR = 1
 PEOPLE = ChatPeople(
@@ -58,3 +59,22 @@ def test_the_notice_ats_the_teacher_and_says_why_in_chinese() -> None:
     at, words = refusal_notice("8823", Refusal.SENSITIVE)
     assert (at.kind.value, at.target) == ("at", "8823")
     assert words.text.startswith(" 这条我没记：") and "欠债" in words.text
+
+
+def _line(text: str, user: str, mentions: tuple[str, ...] = (), reply_to: str | None = None,
+          pid: str = "p1") -> WindowLine:  # fmt: skip
+    return WindowLine(1, pid, int(user), "", user, False, text, NOW, reply_to, False, False,
+                      mentions=mentions)  # fmt: skip
+
+
+def test_a_replys_at_of_the_person_it_answers_points_at_no_one() -> None:
+    asked = _line("广告发得真多", "30003", pid="q1")
+    answer = _line("以后禁止发广告", "10001", ("30003",), reply_to="q1", pid="q2")
+    assert PEOPLE.mentioned(answer, [asked, answer]) == ()
+    assert PEOPLE.mentioned(answer) == ("30003",)  # without the line it answers: an @
+
+
+def test_only_lines_that_ask_the_bot_are_told() -> None:
+    assert PEOPLE.addressed(_line("记住，小红欠我钱", "10001"))
+    assert PEOPLE.addressed(_line("小红欠我钱", "10001", ("46101",)))  # an @ of the bot
+    assert not PEOPLE.addressed(_line("我记得小红欠我钱", "10001"))  # recalling, not asking
