@@ -56,9 +56,7 @@ class ChatPeople:
     def others(self, author_person_id: int) -> tuple[KnownPerson, ...]:
         return tuple(p for p in self.known if p.person_id != author_person_id)
 
-    def mentioned(
-        self, line: WindowLine, lines: Sequence[WindowLine] = ()
-    ) -> tuple[str, ...]:
+    def mentioned(self, line: WindowLine, lines: Sequence[WindowLine] = ()) -> tuple[str, ...]:
         """Whom a line @-mentions besides its writer and the bot; a reply's @ of the person
         it answers (QQ adds one) is not pointing at them."""
         quoted = line.reply_to
@@ -137,8 +135,6 @@ class RefusalNotices:
             await self._sender.send(message)
         except PayloadError as exc:  # the refusal stands; only the telling failed
             logger.warning("memory: could not tell {} of a refusal: {}", teacher.user_id, exc)
-
-
 
 
 # -- before the turn: a teaching that will not be kept is not answered with "记住了" -----------
