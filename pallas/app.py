@@ -70,6 +70,8 @@ from pallas.product.settings.delivery_section import LivePacing
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.retention_section import RetentionParts, install_retention
+from pallas.product.spending import tell_owners
+from pallas.providers.budget import BudgetLimits, DailyBudget, Spend
 from pallas.providers.call_log import CallLog
 from pallas.providers.catalog import Catalog, ModelType
 from pallas.providers.manager import ManagerDeps, ModelManager
@@ -82,7 +84,7 @@ from pallas.store.engine import backend_name, create_engine
 from pallas.store.failures import classify, explain, short_detail
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
-from pallas.store.llm_usage import LlmUsageWriter
+from pallas.store.llm_usage import LlmUsageWriter, spent_since
 from pallas.store.members import temp_chat_group
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
@@ -197,7 +199,7 @@ class Runtime:
         kernel = kernel or KernelConfig()
         database = Database.of(create_engine(settings.database_url))
         recorders = _recorders(settings, database.engine)
-        models = _model_manager(settings, recorders.usage, recorders.call_log)
+        models = _model_manager(settings, recorders.usage, recorders.call_log, database.engine)
         conversation, silence = _conversation(settings, database.engine, recorders, kernel)
         outlet = _outlet(settings, database.engine, conversation.ingress)
         delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel)
@@ -211,6 +213,7 @@ class Runtime:
         agent_config = agent_file.core(config_models(BUILT_IN_FEATURES, features))
         core = _core_services(settings, database, recorders, conversation, delivery, jobs,
                               models, agent_config, outlet)  # fmt: skip
+        _tell_owners_of_the_budget(settings, core)
         commands = _commands(settings, core)
         conversation.stages.register(commands)
         registry = _registry(core, conversation, delivery, commands)
@@ -401,7 +404,8 @@ def _registry(
                              core.bot_names, utc_now)  # fmt: skip
     registry = core_registry(parts, core.agent_config)
     chat_model = bool(core.models.catalog.of_type(ModelType.CHAT))
-    install_chat_commands(commands, ChatCommandDeps(core.engine, registry, utc_now, chat_model))
+    deps = ChatCommandDeps(core.engine, registry, utc_now, chat_model, core.models.budget)
+    install_chat_commands(commands, deps)
     seed = stored_seed(core.agent_config, core.bot_names)
     commands.register(CharacterCommand(core.character, seed, utc_now), Audience.OWNER)
     return registry
@@ -438,11 +442,34 @@ def _retention_policy(settings: Settings) -> RetentionPolicy:
     )
 
 
-def _model_manager(settings: Settings, usage: LlmUsageWriter, call_log: CallLog) -> ModelManager:
-    return ModelManager(
-        load_catalog(settings),
-        ManagerDeps(usage=usage.record, call_log=call_log, wall_clock=utc_now),
-    )
+def _model_manager(
+    settings: Settings, usage: LlmUsageWriter, call_log: CallLog, engine: AsyncEngine
+) -> ModelManager:
+    catalog = load_catalog(settings)
+    deps = ManagerDeps(usage=usage.record, call_log=call_log, wall_clock=utc_now)
+    limits = BudgetLimits(settings.pallas_daily_budget, settings.pallas_daily_token_budget)
+    if limits.active:
+
+        async def seed(since: datetime) -> Spend:
+            cost, tokens = await spent_since(engine, since)
+            return Spend(cost, tokens)
+
+        deps.budget = DailyBudget(limits, utc_now, seed)
+        priced = any(m.pricing.input or m.pricing.output for m in catalog.models)
+        if limits.cost is not None and not priced:
+            logger.warning(
+                "PALLAS_DAILY_BUDGET is set but no model has prices in the providers file: "
+                "every call costs 0 and the cap is never reached (docs/cost.md); set prices, "
+                "or PALLAS_DAILY_TOKEN_BUDGET to count tokens instead"
+            )
+    return ModelManager(catalog, deps)
+
+
+def _tell_owners_of_the_budget(settings: Settings, core: CoreServices) -> None:
+    budget = core.models.budget
+    if budget is not None:
+        budget.on_reached = tell_owners(core.engine, core.sender, budget, settings.superusers,
+                                        core.action_ids, utc_now)  # fmt: skip
 
 
 def _agent(
@@ -467,6 +494,7 @@ def _agent(
         superusers=core.superusers,
         limits=limits,
         stored=core.character,
+        notices=delivery.sender,
     )
 
 

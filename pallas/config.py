@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     llm_api_key: str = ""
     llm_model: str = ""
     pallas_providers_file: Path | None = None
+    # Daily caps on model spending (docs/cost.md): in the providers file's currency, and in
+    # tokens for owners without prices. Unset: no cap.
+    pallas_daily_budget: float | None = Field(default=None, ge=0)
+    pallas_daily_token_budget: int | None = Field(default=None, ge=0)
     pallas_console_token: str = ""
     # Features switched off process-wide, by name, and features added by module path
     # (each exports an EXTENSION); docs/architecture.md, "Adding a feature".
@@ -114,6 +118,11 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             return None if info.field_name == "pallas_providers_file" else Path("data")
         return value
+
+    @field_validator("pallas_daily_budget", "pallas_daily_token_budget", mode="before")
+    @classmethod
+    def _empty_means_no_cap(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("superusers", "pallas_blocked_users", mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from loguru import logger
 from openai import AsyncOpenAI
 
+from pallas.providers.budget import DEFAULT_OUTPUT_TOKENS, DailyBudget, Spend
 from pallas.providers.call_log import CallLog
 from pallas.providers.call_record import CallRecord, summary_line
 from pallas.providers.catalog import DETERMINISTIC_TYPES, Catalog, ModelSpec, ModelType
@@ -66,6 +67,7 @@ class ManagerDeps:
     monotonic: Callable[[], float] = time.monotonic
     rng: Random = field(default_factory=Random)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    budget: DailyBudget | None = None  # the daily cap every call reserves against
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class _Logged:
     texts: Sequence[str] = ()
 
 
+NOTHING = Spend()  # what a call reserves when its worst case is not known beforehand
 _Raw = TypeVar("_Raw")
 _Result = TypeVar("_Result")
 
@@ -102,6 +105,11 @@ class ModelManager:
         self._key_turns: dict[str, Iterator[int]] = {
             p.name: itertools.cycle(range(len(p.api_keys))) for p in catalog.providers
         }
+
+    @property
+    def budget(self) -> DailyBudget | None:
+        """The daily cap calls reserve against; None: no cap."""
+        return self._deps.budget
 
     # -- what is available ------------------------------------------------------------
 
@@ -176,9 +184,11 @@ class ModelManager:
         def succeeded(attempt: _Attempt, raw: RawChat) -> ChatResult:
             return self._chat_succeeded(attempt, request, raw)
 
+        worst = max((worst_case(spec, request) for spec in candidates), key=lambda w: w.cost)
         return await self._serve(
-            candidates, model_type, tag, once, succeeded, _Logged(messages=request.messages)
-        )
+            candidates, model_type, tag, once, succeeded, _Logged(messages=request.messages),
+            worst,
+        )  # fmt: skip
 
     async def embed(
         self, texts: Sequence[str], *, tag: CallTag, model: str | None = None
@@ -270,8 +280,33 @@ class ModelManager:
         once: Callable[[ModelSpec], Awaitable[_Raw]],
         succeeded: Callable[[_Attempt, _Raw], _Result],
         logged: _Logged,
+        worst: Spend = NOTHING,
     ) -> _Result:
-        """Try the candidates in order until one answers; every attempt is accounted."""
+        """Within the daily budget, try the candidates in order until one answers; every
+        attempt is accounted."""
+        budget = self._deps.budget
+        if budget is None:
+            return await self._attempts(candidates, model_type, tag, once, succeeded, logged)
+        held = await budget.reserve(worst, tag.stream_id)
+        try:
+            result = await self._attempts(candidates, model_type, tag, once, succeeded, logged)
+        except BaseException:
+            budget.release(held)  # a failed attempt is billed nothing
+            raise
+        usage: TokenUsage = getattr(result, "usage", TokenUsage())
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        budget.settle(held, Spend(float(getattr(result, "cost", 0.0)), tokens))
+        return result
+
+    async def _attempts(
+        self,
+        candidates: list[ModelSpec],
+        model_type: ModelType,
+        tag: CallTag,
+        once: Callable[[ModelSpec], Awaitable[_Raw]],
+        succeeded: Callable[[_Attempt, _Raw], _Result],
+        logged: _Logged,
+    ) -> _Result:
         plan = self._plan(candidates)
         for step in plan.steps():
             if isinstance(step, Pause):
@@ -517,3 +552,10 @@ def _tool_name(tool: object) -> str:
         if isinstance(function, dict):
             return str(function.get("name", "?"))
     return "?"
+
+
+def worst_case(spec: ModelSpec, request: ChatRequest) -> Spend:
+    """The most a chat call may cost: its prompt (estimated) and all the output it may write."""
+    prompt = message_tokens(request.messages) + estimate_tokens(str(request.tools or ""))
+    output = request.max_tokens or spec.max_tokens or DEFAULT_OUTPUT_TOKENS
+    return Spend(spec.pricing.cost(prompt, output), prompt + output)

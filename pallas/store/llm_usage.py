@@ -208,3 +208,15 @@ async def turn_spending(engine: AsyncEngine, turn_id: int) -> tuple[int, float]:
     async with engine.connect() as conn:
         calls, cost = (await conn.execute(query)).one()
     return int(calls), float(cost)
+
+
+async def spent_since(engine: AsyncEngine, since: datetime) -> tuple[float, int]:
+    """(cost, tokens) of every model call since `since`: the daily budget's starting point
+    after a restart."""
+    query = select(
+        func.coalesce(func.sum(LlmCall.cost), 0.0),
+        func.coalesce(func.sum(LlmCall.prompt_tokens + LlmCall.completion_tokens), 0),
+    ).where(LlmCall.created_at >= since)
+    async with engine.connect() as conn:
+        cost, tokens = (await conn.execute(query)).one()
+    return float(cost), int(tokens)

@@ -24,6 +24,8 @@ from pallas.core.local_time import SHANGHAI
 from pallas.product.chat_commands.plain import recent_lines, why_not
 from pallas.product.conversation.commands import Audience, CommandCall, CommandStage
 from pallas.product.settings.registry import SettingsError, SettingsRegistry
+from pallas.product.spending import spent_words
+from pallas.providers.budget import DailyBudget
 from pallas.store.audit_trail import explain, last_said_before, recent_decisions
 from pallas.store.llm_usage import chat_usage
 
@@ -51,6 +53,7 @@ class ChatCommandDeps:
     registry: SettingsRegistry
     clock: Callable[[], datetime]
     chat_model: bool = True  # a chat model is configured: model chat can answer at all
+    budget: DailyBudget | None = None  # the daily spending cap, when one is set
 
 
 def _group_only(call: CommandCall) -> str | None:
@@ -77,6 +80,9 @@ class StatusCommand:
         start = now.astimezone(SHANGHAI).replace(hour=0, minute=0, second=0, microsecond=0)
         calls, cost = await chat_usage(deps.engine, sid, start)
         lines.append(f"今天在这里调用模型 {calls} 次，花费 {cost:.4f}")
+        if deps.budget is not None:
+            _day, spent = await deps.budget.today()
+            lines.append(f"今天全部：{spent_words(spent, deps.budget.limits)}")
         recent = await recent_decisions(deps.engine, sid, 4)
         if recent:
             lines += ["最近的决定：", *recent_lines(recent)]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery
+from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery, Sender
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.config import AgentConfig
 from pallas.product.llm.agent.handler import AgentHandlerDeps, AgentTurnHandler
@@ -82,6 +82,7 @@ def build_agent_handler(
     listeners: Sequence[IntentListener] = (),
     limits: Callable[[], AgentConfig] | None = None,
     stored: CharacterStore | None = None,
+    notices: Sender | None = None,
 ) -> AgentTurnHandler:
     """`config` is the agent file's; `limits` reads the per-turn limits as they are now
     (the console's `agent` section), the agent file's when not given; `stored` is where each
@@ -120,5 +121,6 @@ def build_agent_handler(
             superusers=superusers,
             forms=forms,
             listeners=listeners,
+            notices=notices,
         )
     )

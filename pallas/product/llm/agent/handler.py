@@ -15,10 +15,13 @@ from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import Capability, ChatAction, Origin, Poke, Reaction
+from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.conversation.delivery.contract import (
+    OutgoingMessage,
     OutgoingReply,
     Outlet,
     ReplyDelivery,
+    Sender,
     should_quote,
 )
 from pallas.product.conversation.delivery.payload import PayloadError
@@ -55,6 +58,8 @@ from pallas.product.llm.assembler.context import (
 )
 from pallas.product.llm.tool_loop import ToolLoopDeps
 from pallas.product.llm.tools.base import Conversation
+from pallas.product.spending import CHAT_NOTICE
+from pallas.providers.budget import day_of
 from pallas.store.audit import EventKind
 from pallas.store.conversation import newest_message_id
 from pallas.store.ledger import LedgerEvent, LedgerWriter
@@ -84,6 +89,8 @@ class AgentHandlerDeps:
     forms: Sequence[ReplyForm] = ()
     # What acts on the model's declared intents (mood, promises, offence), reply or silence.
     listeners: Sequence[IntentListener] = ()
+    # How a chat hears that today's model budget is spent (once a day); None: it does not.
+    notices: Sender | None = None
 
 
 @dataclass(frozen=True)
@@ -233,9 +240,27 @@ class AgentTurnHandler:
         assert outcome.failure is not None
         self._event(turn, EventKind.AGENT_FAILED, outcome.failure.value, _decision_payload(outcome))
         logger.warning("turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
-        if outcome.failure in _NO_ANSWER:
+        if outcome.failure is FailureReason.BUDGET_REACHED:
+            await self._budget_spent(turn)
+        elif outcome.failure in _NO_ANSWER:
             return await self._no_answer(turn, outcome.detail, config)
         return TurnDecision.DONE
+
+    async def _budget_spent(self, turn: Turn) -> None:
+        """A direct call once today's budget is spent hears so, once a chat and day."""
+        notices = self._deps.notices
+        if turn.disposition.outcome is not Outcome.FORCE or notices is None:
+            return
+        day = day_of(self._deps.clock()).isoformat()
+        await notices.send(
+            OutgoingMessage(
+                turn.turn_id,
+                turn.stream_id,
+                (Segment(SegmentKind.TEXT, text=CHAT_NOTICE),),
+                key=f"budget-chat:{day}:{turn.stream_id}",
+                origin=Origin.RESPONDER,
+            )
+        )
 
     async def _no_answer(self, turn: Turn, detail: str, config: AgentConfig) -> TurnDecision:
         """No model could answer: a must-answer turn records it (and may say the fallback)."""

@@ -41,6 +41,7 @@ from pallas.product.llm.assembler.prompt import (
 from pallas.product.llm.tool_loop import ToolRun
 from pallas.product.llm.tools.base import ToolSpec
 from pallas.product.llm.tools.registry import to_wire
+from pallas.providers.budget import BudgetReachedError
 from pallas.providers.catalog import ModelType
 from pallas.providers.errors import (
     AllCandidatesFailedError,
@@ -59,6 +60,7 @@ class FailureReason(StrEnum):
     TIMEOUT = "timeout"
     PROVIDER_ERROR = "provider_error"
     MODEL_UNAVAILABLE = "model_unavailable"
+    BUDGET_REACHED = "budget_reached"  # today's spending cap: no model is called
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ async def decide(
         await _decision_rounds(turn, frame, deps, toolbox, outcome)
         if isinstance(outcome.decision, ReplyDecision) and deps.plan.split:
             await _write_reply(turn, frame, deps, outcome)
+    except BudgetReachedError as exc:
+        return outcome.fail(FailureReason.BUDGET_REACHED, str(exc))
     except NoModelError as exc:
         return outcome.fail(FailureReason.MODEL_UNAVAILABLE, str(exc))
     except AllCandidatesFailedError as exc:

@@ -1,0 +1,159 @@
+"""The daily spending cap (docs/cost.md): every model call reserves its worst case before it
+starts and settles to what it really cost after, so spending stops at the cap with at most
+one call's overshoot, however many calls run at once.
+
+  call -> reserve(worst case: the prompt's estimate plus its max_tokens, at its prices)
+       -> refused when today's spent + reserved has reached a cap: BudgetReachedError
+       -> the call -> settle(its real cost and tokens) / release (it failed)
+
+A day is the bot's (China's) calendar day; a reservation made before midnight settles into
+its own day. What was spent today before a restart is read back from the store (`seed`).
+Both caps may be set: a currency one (the providers file's prices) and a token one (for
+owners without prices).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+
+from loguru import logger
+
+from pallas.core.local_time import SHANGHAI
+from pallas.providers.errors import ProviderError
+
+DEFAULT_OUTPUT_TOKENS = 1024  # a request without max_tokens may write this much, we assume
+
+
+@dataclass(frozen=True)
+class Spend:
+    cost: float = 0.0
+    tokens: int = 0
+
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(self.cost + other.cost, self.tokens + other.tokens)
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    cost: float | None = None  # PALLAS_DAILY_BUDGET, in the prices' currency
+    tokens: int | None = None  # PALLAS_DAILY_TOKEN_BUDGET
+
+    @property
+    def active(self) -> bool:
+        return self.cost is not None or self.tokens is not None
+
+
+class BudgetReachedError(ProviderError):
+    """Today's cap is reached: no model is called until tomorrow (or a raised cap)."""
+
+    def __init__(self, day: date, spent: Spend, limits: BudgetLimits) -> None:
+        super().__init__(f"daily budget reached on {day}: {describe(spent, limits)}")
+        self.day = day
+
+
+def day_of(moment: datetime) -> date:
+    return moment.astimezone(SHANGHAI).date()
+
+
+def start_of(day: date) -> datetime:
+    return datetime.combine(day, time(), SHANGHAI)
+
+
+def reached(limits: BudgetLimits, committed: Spend) -> bool:
+    """Whether what is spent and reserved today has reached a cap (pure). A call starts only
+    below every cap, so the last one may overshoot by at most its own cost."""
+    over_cost = limits.cost is not None and committed.cost >= limits.cost
+    over_tokens = limits.tokens is not None and committed.tokens >= limits.tokens
+    return over_cost or over_tokens
+
+
+def describe(spent: Spend, limits: BudgetLimits) -> str:
+    parts = []
+    if limits.cost is not None:
+        parts.append(f"cost {spent.cost:.4f} of {limits.cost:g}")
+    if limits.tokens is not None:
+        parts.append(f"tokens {spent.tokens} of {limits.tokens}")
+    return ", ".join(parts) or "no cap"
+
+
+Seed = Callable[[datetime], Awaitable[Spend]]  # what the store says was spent since then
+Reached = Callable[[date, int | None], Awaitable[None]]  # the day, the chat that hit it
+
+
+async def _nothing_spent(_since: datetime) -> Spend:
+    return Spend()
+
+
+@dataclass
+class DailyBudget:
+    limits: BudgetLimits
+    clock: Callable[[], datetime]
+    seed: Seed = _nothing_spent
+    # Told the first time a call is refused on a day (the owners' notice); set after start.
+    on_reached: Reached | None = None
+    _day: date | None = None
+    _spent: Spend = field(default_factory=Spend)
+    _reserved: dict[int, tuple[date, Spend]] = field(default_factory=dict)
+    _told: set[date] = field(default_factory=set)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def reserve(self, worst: Spend, stream_id: int | None = None) -> int:
+        """Hold `worst` for a call about to start; raises BudgetReachedError at the cap."""
+        async with self._lock:
+            day = await self._today()
+            held = sum((s for d, s in self._reserved.values() if d == day), Spend())
+            if reached(self.limits, self._spent + held):
+                refused = BudgetReachedError(day, self._spent, self.limits)
+            else:
+                rid = next(self._ids)
+                self._reserved[rid] = (day, worst)
+                return rid
+        await self._tell(day, stream_id)
+        raise refused
+
+    def settle(self, rid: int, spent: Spend) -> None:
+        day, _worst = self._reserved.pop(rid, (None, Spend()))
+        if day is not None and day == self._day:  # an earlier day's call is in the store
+            self._spent = self._spent + spent
+
+    def release(self, rid: int) -> None:
+        self._reserved.pop(rid, None)
+
+    async def today(self) -> tuple[date, Spend]:
+        async with self._lock:
+            return await self._today(), self._spent
+
+    async def _today(self) -> date:
+        day = day_of(self.clock())
+        if day != self._day:
+            self._day, self._spent = day, await self.seed(start_of(day))
+        return day
+
+    async def _tell(self, day: date, stream_id: int | None) -> None:
+        if day in self._told:
+            return
+        self._told.add(day)
+        logger.warning("budget: today's cap is reached ({})", describe(self._spent, self.limits))
+        if self.on_reached is not None:
+            try:
+                await self.on_reached(day, stream_id)
+            except Exception as exc:  # the cap holds whether or not the owners were told
+                logger.opt(exception=exc).error("budget: the owners could not be told: {!r}", exc)
+
+
+__all__ = [
+    "DEFAULT_OUTPUT_TOKENS",
+    "BudgetLimits",
+    "BudgetReachedError",
+    "DailyBudget",
+    "Spend",
+    "day_of",
+    "describe",
+    "reached",
+    "start_of",
+]

@@ -1,0 +1,119 @@
+"""The daily budget: reservations hold worst cases, spending stops at the cap with at most
+one call's overshoot, a new day starts from what the store says, the owners are told once."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from pallas.providers.budget import (
+    BudgetLimits,
+    BudgetReachedError,
+    DailyBudget,
+    Spend,
+    day_of,
+    reached,
+    start_of,
+)
+
+# 15:30 UTC is 23:30 in China: half an hour before the bot's midnight.
+LATE = datetime(2026, 12, 5, 15, 30, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("limits", "committed", "stops"),
+    [
+        (BudgetLimits(cost=0.02), Spend(0.0199, 10), False),
+        (BudgetLimits(cost=0.02), Spend(0.02, 10), True),
+        (BudgetLimits(tokens=1000), Spend(5.0, 999), False),
+        (BudgetLimits(tokens=1000), Spend(0.0, 1000), True),
+        (BudgetLimits(cost=1.0, tokens=1000), Spend(0.5, 1200), True),  # either cap
+        (BudgetLimits(cost=0.0), Spend(), True),  # a budget of 0: nothing at all
+        (BudgetLimits(), Spend(99.0, 10**9), False),  # no cap
+    ],
+)
+def test_reached(limits: BudgetLimits, committed: Spend, stops: bool) -> None:
+    assert reached(limits, committed) is stops
+
+
+def test_the_bots_day_is_chinas() -> None:
+    assert day_of(LATE) == date(2026, 12, 5)
+    assert day_of(LATE + timedelta(minutes=31)) == date(2026, 12, 6)
+    assert start_of(date(2026, 12, 6)) == datetime(2026, 12, 5, 16, 0, tzinfo=UTC)
+
+
+async def test_calls_stop_at_the_cap_with_one_calls_overshoot_at_most() -> None:
+    told: list[tuple[date, int | None]] = []
+
+    async def tell(day: date, stream: int | None) -> None:
+        told.append((day, stream))
+
+    budget = DailyBudget(BudgetLimits(cost=0.02), Clock(LATE), on_reached=tell)
+    made = 0
+    for _ in range(30):
+        try:
+            held = await budget.reserve(Spend(0.01, 100), stream_id=7)
+        except BudgetReachedError:
+            continue
+        budget.settle(held, Spend(0.015, 80))  # less than its worst case, but still 0.015
+        made += 1
+    _, spent = await budget.today()
+    assert made == 2 and spent.cost == pytest.approx(0.03)  # 0.02 + less than one call
+    assert told == [(date(2026, 12, 5), 7)]  # once, however many are refused
+
+
+async def test_concurrent_calls_see_each_others_reservations() -> None:
+    budget = DailyBudget(BudgetLimits(cost=0.05), Clock(LATE))
+    gate = asyncio.Event()
+    started = 0
+
+    async def call() -> None:
+        nonlocal started
+        held = await budget.reserve(Spend(0.02, 100))
+        started += 1
+        await gate.wait()
+        budget.settle(held, Spend(0.02, 100))
+
+    tasks = [asyncio.create_task(call()) for _ in range(10)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    refused = [r for r in results if isinstance(r, BudgetReachedError)]
+    assert started == 3 and len(refused) == 7  # 0, 0.02, 0.04 were below 0.05
+    _, spent = await budget.today()
+    assert spent.cost == pytest.approx(0.06)  # over by less than one call's worst case
+
+
+async def test_a_failed_call_is_released_and_costs_nothing() -> None:
+    budget = DailyBudget(BudgetLimits(cost=0.02), Clock(LATE))
+    held = await budget.reserve(Spend(0.03, 100))
+    budget.release(held)
+    await budget.reserve(Spend(0.01, 100))  # the released worst case holds nothing
+
+
+async def test_a_new_day_starts_from_what_the_store_says_and_midnight_keeps_its_calls() -> None:
+    clock = Clock(LATE)
+    seen: list[datetime] = []
+
+    async def seed(since: datetime) -> Spend:
+        seen.append(since)
+        return Spend(0.019, 0) if since == start_of(date(2026, 12, 5)) else Spend()
+
+    budget = DailyBudget(BudgetLimits(cost=0.02), clock, seed)
+    held = await budget.reserve(Spend(0.01, 10))  # spent before a restart: 0.019, below
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 10))  # 0.019 + 0.01 held
+    clock.now = LATE + timedelta(hours=1)  # past the bot's midnight, the call still running
+    budget.settle(held, Spend(0.01, 10))  # counted in its own day, not the new one
+    assert await budget.today() == (date(2026, 12, 6), Spend())
+    assert seen == [start_of(date(2026, 12, 5)), start_of(date(2026, 12, 6))]
