@@ -239,7 +239,9 @@ class AgentTurnHandler:
     ) -> TurnDecision:
         assert outcome.failure is not None
         self._event(turn, EventKind.AGENT_FAILED, outcome.failure.value, _decision_payload(outcome))
-        logger.warning("turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
+        # Past the cap every turn fails alike until midnight: the cap itself was said once.
+        level = "INFO" if outcome.failure is FailureReason.BUDGET_REACHED else "WARNING"
+        logger.log(level, "turn {} failed: {} ({})", turn.turn_id, outcome.failure, outcome.detail)
         if outcome.failure is FailureReason.BUDGET_REACHED:
             await self._budget_spent(turn)
         elif outcome.failure in _NO_ANSWER:
