@@ -34,6 +34,7 @@ from pallas.product.conversation.commands import Audience, CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
 from pallas.product.conversation.delivery.payload import asset_checker
+from pallas.product.conversation.delivery.safety import OutgoingScreen, load_words
 from pallas.product.conversation.gate.activity_book import ActivityBook
 from pallas.product.conversation.gate.admission import Admission, AdmissionDeps
 from pallas.product.conversation.gate.policy import GatePolicy
@@ -353,12 +354,17 @@ def _outlet(settings: Settings, engine: AsyncEngine, ingress: Ingress) -> Routed
     )
 
 
+OUTGOING_WORDS_FILE = Path("config/outgoing_words.txt")  # docs/delivery.md, "Outgoing safety"
+
+
 def _delivery(
     settings: Settings, engine: AsyncEngine, outlet: RoutedOutlet, ledger: LedgerWriter,
     kernel: KernelConfig,
 ) -> Delivery:  # fmt: skip
     outbox, pacing = OutboxStore(engine), LivePacing(kernel.delivery)
-    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now)
+    words = load_words(OUTGOING_WORDS_FILE)  # the owner's, beside the built-in lexicon
+    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now,
+                                  screen=OutgoingScreen(words))  # fmt: skip
     checked = asset_checker(_assets_folder(settings))
     sender = OutboxDelivery(outbox, dispatcher, utc_now, checked)
     return Delivery(outbox, dispatcher, sender, pacing)

@@ -50,6 +50,8 @@ class EventKind(StrEnum):
     DELIVERY_EXPIRED = "delivery_expired"  # waited too long to be worth sending
     DELIVERY_DROPPED = "delivery_dropped"  # an unsolicited reply given up (backpressure)
     DELIVERY_RECOVERED = "delivery_recovered"  # a send cut by a crash, settled at start-up
+    OUTGOING_BLOCKED = "outgoing_blocked"  # the outgoing screen refused a message (its rule)
+    OUTGOING_REWRITTEN = "outgoing_rewritten"  # ... or masked part of it (its rules)
     # The bot's own initiative (docs/persona.md)
     FOLLOW_UP_SKIPPED = "follow_up_skipped"  # a private follow-up's time came; not taken (why)
     PROMISE_MADE = "promise_made"  # an owner's promise was kept in the store (timed / untimed)

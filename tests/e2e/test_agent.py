@@ -155,3 +155,29 @@ async def test_a_temporary_chat_is_answered_through_the_group_it_came_from(
     await wait_for(lambda: napcat.calls_to("send_private_msg"), timeout=15, what="the reply sent")
     (params,) = napcat.calls_to("send_private_msg")
     assert (params["user_id"], params["group_id"]) == (event["user_id"], event["group_id"])
+
+
+async def test_a_phone_number_is_masked_and_a_vulgar_bubble_never_reaches_napcat(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    timeline, group = TimelineDb(bot.db_path), 7781
+    words = "行，我的手机号是 １３８ ００１３ ８０００，有事打我\n你真是个傻逼\n好了不说了"
+    answer = json.dumps({"text": words}, ensure_ascii=False)
+    model.script(MODEL, Reply("", (ToolCallSpec("reply", answer),)))
+    before = len(napcat.sent_texts())
+    await napcat.send_event(napcat.group_message(group, 556, [at(SELF_ID), text(" 电话多少")]))
+    await wait_for(lambda: len(napcat.sent_texts()) >= before + 2, what="the bubbles that may go")
+    await wait_for(
+        lambda: timeline.scalar("SELECT count(*) FROM event WHERE kind = 'outgoing_blocked'"),
+        what="the refusal's audit",
+    )
+    sent = napcat.sent_texts()[before:]
+    assert sent == ["行，我的手机号是 [已隐藏]，有事打我", "好了不说了"]
+    assert not any("傻逼" in s or "８０００" in s for s in napcat.sent_texts())
+    rules = timeline.query(
+        "SELECT kind, reason FROM event WHERE kind LIKE 'outgoing_%' ORDER BY id"
+    )
+    assert [(r["kind"], r["reason"]) for r in rules] == [
+        ("outgoing_rewritten", "phone"),
+        ("outgoing_blocked", "word:傻逼"),
+    ]

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,10 +55,13 @@ from pallas.product.conversation.delivery.payload import (
     payload_text,
     segments_of,
 )
+from pallas.product.conversation.delivery.safety import OutgoingScreen, Screened
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
 
+Screen = Callable[[dict[str, Any], str | None], Screened]  # a message row's payload, origin
+BUILT_IN_SCREEN = OutgoingScreen()  # the lexicon and the number rules, no owner's words
 IDLE_WAKE_S = 1.0  # a row waiting for a connection or a settlement: look again this often
 # Nothing open: the loop sleeps until a queued row wakes it; this slow look is a safety net.
 IDLE_LOOK_S = 30.0
@@ -77,8 +81,10 @@ class OutboxDispatcher:
         policy: DeliveryPolicy | PolicyReader,
         clock: Callable[[], datetime],
         monotonic: Callable[[], float] = time.monotonic,
+        screen: Screen = BUILT_IN_SCREEN,
     ) -> None:
         self._store = store
+        self._screen = screen  # what may leave, checked on every message row before it does
         self._outlet = outlet
         self._ledger = ledger
         self._pacing = reader_of(policy)  # asked at every send: the console may change it
@@ -225,6 +231,9 @@ class OutboxDispatcher:
         # Only when it could go now: no store read every second while the account is away.
         if row.attempts and await self._echoed_since_failure(row, now):
             return 0.0
+        row = await self._screened(row, now)
+        if row is None:
+            return 0.0
         pause = float(row.payload.get("pause_s", 0.0))
         wait = self._gate.wait(row.stream_id, pause, self._monotonic())
         if wait > 0:
@@ -232,6 +241,25 @@ class OutboxDispatcher:
         self._gate.sent(row.stream_id, self._monotonic())  # reserved: the next head waits
         ready.append(row)
         return 0.0
+
+    async def _screened(self, row: OutboxRow, now: datetime) -> OutboxRow | None:
+        """The row as it may leave: refused (settled, audited), masked (kept so, audited), or
+        as it is."""
+        if row.kind != OutboxKind.MESSAGE:
+            return row
+        screened = self._screen(row.payload, row.origin)
+        if screened.payload is None:
+            rule = ",".join(screened.rules)
+            await self._settle(row, OutboxStatus.FAILED, now, last_error=f"refused: {rule}")
+            self._event(row, EventKind.OUTGOING_BLOCKED, rule, {"rules": list(screened.rules)})
+            logger.warning("outbox: row {} refused by the outgoing screen ({})", row.id, rule)
+            return None
+        if not screened.changed:
+            return row
+        await self._store.mark(row.id, OutboxStatus.PENDING, now, payload=screened.payload)
+        rules = sorted(set(screened.rules))
+        self._event(row, EventKind.OUTGOING_REWRITTEN, ",".join(rules), {"rules": rules})
+        return replace(row, payload=screened.payload)
 
     async def _send(self, rows: list[OutboxRow]) -> None:
         """Hand rows of different conversations to the platform together; `sending` is

@@ -1,0 +1,122 @@
+"""What never leaves the bot as such (docs/delivery.md, "Outgoing safety"): every message row
+is screened by the dispatcher just before it is sent, whatever part of the bot queued it.
+
+- a word of the vulgar lexicon (the teaching guard's, plus the owner's words file): the message
+  is refused, never sent;
+- a mobile phone number, an ID-card number, a number written as a QQ number: masked;
+- `@全体成员`: only in a command's answer (an owner's command); elsewhere dropped.
+
+Pure: the payload in, the payload to send (or None) and the rules that hit out. Numbers are
+found with full-width digits read as digits and spaces or dashes between them ignored, so
+"１３８ ００１３ ８０００" is a phone number too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from pallas.core.actions import Origin
+from pallas.core.inbound import SegmentKind
+from pallas.product.teaching.guard import find_vulgar, normalise
+
+MASK = "[已隐藏]"
+_DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
+_GAP = r"[\s\-－—.·]?"
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("id_card", re.compile(r"(?<!\d)[1-9](?:" + _GAP + r"\d){16}" + _GAP + r"[\dXx](?![\dXx])")),
+    ("phone", re.compile(r"(?<!\d)(?:\+?86" + _GAP + r")?1[3-9](?:" + _GAP + r"\d){9}(?!\d)")),
+    (
+        "qq_number",
+        re.compile(
+            r"(?i)(?:qq|扣扣|企鹅|q号)\s*(?:号|号码)?\s*(?:是|为|:|：)?\s*"
+            r"(?P<n>[1-9](?:" + _GAP + r"\d){4,10})(?!\d)"
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Screened:
+    payload: dict[str, Any] | None  # what to send; None: refused
+    rules: tuple[str, ...] = ()  # what hit, for the audit
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.rules)
+
+
+@dataclass(frozen=True)
+class OutgoingScreen:
+    """The screen with the owner's extra words (`words`, normalised like the lexicon's)."""
+
+    words: frozenset[str] = field(default_factory=frozenset)
+
+    def __call__(self, payload: dict[str, Any], origin: str | None) -> Screened:
+        return screen(payload, origin, self.words)
+
+
+def screen(payload: dict[str, Any], origin: str | None, words: Iterable[str] = ()) -> Screened:
+    text = str(payload.get("text", ""))
+    word = _banned_word(text, words)
+    if word is not None:
+        return Screened(None, (f"word:{word}",))
+    rules: list[str] = []
+    segments = []
+    for segment in payload.get("segments") or []:
+        if segment.get("kind") == SegmentKind.AT_ALL.value and origin != Origin.COMMAND.value:
+            rules.append("at_all")
+            continue
+        if segment.get("kind") == SegmentKind.TEXT.value:
+            masked, hits = mask_numbers(str(segment.get("text", "")))
+            segment = {**segment, "text": masked}
+            rules += hits
+        segments.append(segment)
+    if not rules:
+        return Screened(payload)
+    masked_text, _ = mask_numbers(text)
+    return Screened({**payload, "segments": segments, "text": masked_text}, tuple(rules))
+
+
+def mask_numbers(text: str) -> tuple[str, list[str]]:
+    """`text` with phone, ID-card and QQ numbers masked, and the rules that hit."""
+    probe = text.translate(_DIGITS)  # one character for one: positions stay the same
+    spans: list[tuple[int, int, str]] = []
+    for rule, pattern in _PATTERNS:
+        for match in pattern.finditer(probe):
+            start, end = match.span("n") if "n" in pattern.groupindex else match.span()
+            if not any(s < end and start < e for s, e, _ in spans):
+                spans.append((start, end, rule))
+    for start, end, _rule in sorted(spans, reverse=True):
+        text = text[:start] + MASK + text[end:]
+    return text, [rule for _s, _e, rule in spans]
+
+
+def _banned_word(text: str, extra: Iterable[str]) -> str | None:
+    forms = normalise(text)
+    hit = find_vulgar(forms)
+    if hit is not None:
+        return hit.removeprefix("word ").strip("'")
+    return next((w for w in extra if w and w in forms.squeezed), None)
+
+
+def load_words(path: Path) -> frozenset[str]:
+    """The owner's extra words, one a line (`#` starts a comment); a file that cannot be read
+    is said in the log and adds nothing (the built-in list still holds)."""
+    if not path.exists():
+        return frozenset()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("outgoing words file {} not read ({}); the built-in list holds", path, exc)
+        return frozenset()
+    words = {normalise(line.split("#", 1)[0]).squeezed for line in lines}
+    return frozenset(w for w in words if w)
+
+
+__all__ = ["MASK", "OutgoingScreen", "Screened", "load_words", "mask_numbers", "screen"]

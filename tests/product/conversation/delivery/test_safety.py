@@ -1,0 +1,67 @@
+"""The outgoing screen: what is masked, what is refused, what passes untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pallas.core.actions import Origin
+from pallas.product.conversation.delivery.safety import (
+    MASK,
+    OutgoingScreen,
+    load_words,
+    mask_numbers,
+    screen,
+)
+
+
+def text_payload(text: str) -> dict[str, Any]:
+    return {"segments": [{"kind": "text", "text": text}], "text": text}
+
+
+@pytest.mark.parametrize(
+    ("text", "masked", "rules"),
+    [
+        ("打 13800138000 找我", f"打 {MASK} 找我", ["phone"]),
+        ("打 138 0013 8000 找我", f"打 {MASK} 找我", ["phone"]),
+        ("打１３８－００１３－８０００", f"打{MASK}", ["phone"]),  # full-width digits and dashes
+        ("+86 13800138000", MASK, ["phone"]),
+        ("身份证 11010519491231002X", f"身份证 {MASK}", ["id_card"]),
+        ("我QQ号是 123456789", f"我QQ号是 {MASK}", ["qq_number"]),
+        # prices, dates, times and short numbers pass
+        ("团购满10000包邮", "团购满10000包邮", []),
+        ("2024-10-01 14:00 开会", "2024-10-01 14:00 开会", []),
+        ("订单号 20241001123", "订单号 20241001123", []),
+    ],
+)
+def test_numbers_that_identify_someone_are_masked(text: str, masked: str, rules: list[str]) -> None:
+    assert mask_numbers(text) == (masked, rules)
+
+
+def test_a_word_from_the_list_refuses_the_message_in_any_spelling() -> None:
+    for text in ("你是傻逼", "你是 傻 逼", "ＳＢ吧你"):
+        assert screen(text_payload(text), Origin.AGENT_REPLY.value).payload is None
+    assert screen(text_payload("usb 坏了"), Origin.AGENT_REPLY.value).rules == ()
+
+
+def test_at_all_only_in_a_commands_answer() -> None:
+    segments = [{"kind": "at_all", "text": "@全体成员"}, {"kind": "text", "text": " 开会"}]
+    payload = {"segments": segments, "text": "@全体成员 开会"}
+    from_model = screen(payload, Origin.AGENT_REPLY.value)
+    assert from_model.rules == ("at_all",) and from_model.payload is not None
+    assert [s["kind"] for s in from_model.payload["segments"]] == ["text"]
+    assert screen(payload, Origin.COMMAND.value).rules == ()
+
+
+def test_the_owners_words_extend_the_list_and_a_bad_file_adds_nothing(tmp_path: Path) -> None:
+    words = tmp_path / "outgoing_words.txt"
+    words.write_text("# 公司的规矩\n竞品A\n内部 价格  # 写法随意\n", encoding="utf-8")
+    own = OutgoingScreen(load_words(words))
+    assert own(text_payload("竞品a 更便宜"), None).payload is None
+    assert own(text_payload("内部价格是多少"), None).rules == ("word:内部价格",)
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes(b"\xff\xfe\x00bad")
+    assert load_words(broken) == frozenset()
+    assert load_words(tmp_path / "missing.txt") == frozenset()
