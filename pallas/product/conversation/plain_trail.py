@@ -47,6 +47,7 @@ FAILURE_WORDS = {
     "timeout": "模型太久没回答",
     "provider_error": "模型服务出错了",
     "model_unavailable": "没有能用的聊天模型（看看模型设置）",
+    "budget_reached": "今天的模型花费到上限了",
 }
 TURN_WORDS = {
     "done": "做完了",
@@ -120,6 +121,8 @@ STEP_NAMES = {
     "delivery_expired": "太久没发出，已作废",
     "delivery_dropped": "让位给更新的回复",
     "delivery_recovered": "重启后核对发送",
+    "outgoing_blocked": "内容不能发出去，拦下了",
+    "outgoing_rewritten": "隐去了号码等内容再发",
     "inbound_duplicate": "又收到一次（重复的投递，没再处理）",
     "message_recalled": "被撤回了",
     "member_joined": "有人进群",
