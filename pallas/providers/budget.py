@@ -41,6 +41,9 @@ class Spend:
 class BudgetLimits:
     cost: float | None = None  # PALLAS_DAILY_BUDGET, in the prices' currency
     tokens: int | None = None  # PALLAS_DAILY_TOKEN_BUDGET
+    # Work nobody waits for (extraction, summaries) stops at this share of a cap, so what is
+    # left of the day goes to answering people.
+    ambient_share: float = 0.8
 
     @property
     def active(self) -> bool:
@@ -63,11 +66,13 @@ def start_of(day: date) -> datetime:
     return datetime.combine(day, time(), SHANGHAI)
 
 
-def reached(limits: BudgetLimits, committed: Spend) -> bool:
-    """Whether what is spent and reserved today has reached a cap (pure). A call starts only
-    below every cap, so the last one may overshoot by at most its own cost."""
-    over_cost = limits.cost is not None and committed.cost >= limits.cost
-    over_tokens = limits.tokens is not None and committed.tokens >= limits.tokens
+def reached(limits: BudgetLimits, committed: Spend, *, ambient: bool = False) -> bool:
+    """Whether what is spent and reserved today has reached a cap (pure); for ambient work,
+    its share of the cap. A call starts only below every cap, so the last one may overshoot
+    by at most its own cost."""
+    share = limits.ambient_share if ambient else 1.0
+    over_cost = limits.cost is not None and committed.cost >= limits.cost * share
+    over_tokens = limits.tokens is not None and committed.tokens >= limits.tokens * share
     return over_cost or over_tokens
 
 
@@ -101,19 +106,24 @@ class DailyBudget:
     _told: set[date] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _notices: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def reserve(self, worst: Spend, stream_id: int | None = None) -> int:
-        """Hold `worst` for a call about to start; raises BudgetReachedError at the cap."""
+    async def reserve(
+        self, worst: Spend, stream_id: int | None = None, *, ambient: bool = False
+    ) -> int:
+        """Hold `worst` for a call about to start; raises BudgetReachedError at the cap (for
+        ambient work, at its share of the cap: nobody is told of that)."""
         async with self._lock:
             day = await self._today()
             held = sum((s for d, s in self._reserved.values() if d == day), Spend())
-            if reached(self.limits, self._spent + held):
-                refused = BudgetReachedError(day, self._spent, self.limits)
-            else:
+            if not reached(self.limits, self._spent + held, ambient=ambient):
                 rid = next(self._ids)
                 self._reserved[rid] = (day, worst)
                 return rid
-        await self._tell(day, stream_id)
+            refused = BudgetReachedError(day, self._spent, self.limits)
+            full = reached(self.limits, self._spent + held)
+        if full:
+            await self._tell(day, stream_id)
         raise refused
 
     def settle(self, rid: int, spent: Spend) -> None:
@@ -131,7 +141,12 @@ class DailyBudget:
     async def _today(self) -> date:
         day = day_of(self.clock())
         if day != self._day:
-            self._day, self._spent = day, await self.seed(start_of(day))
+            try:
+                spent = await self.seed(start_of(day))
+            except Exception as exc:  # a store hiccup: count from nothing rather than fail
+                logger.opt(exception=exc).error("budget: today's spend not read: {!r}", exc)
+                spent = Spend()
+            self._day, self._spent = day, spent
         return day
 
     async def _tell(self, day: date, stream_id: int | None) -> None:
@@ -140,10 +155,17 @@ class DailyBudget:
         self._told.add(day)
         logger.warning("budget: today's cap is reached ({})", describe(self._spent, self.limits))
         if self.on_reached is not None:
-            try:
-                await self.on_reached(day, stream_id)
-            except Exception as exc:  # the cap holds whether or not the owners were told
-                logger.opt(exception=exc).error("budget: the owners could not be told: {!r}", exc)
+            # Its own task: the refused caller's timeout or cancellation must not cut it.
+            task = asyncio.create_task(self._notify(day, stream_id), name="budget notice")
+            self._notices.add(task)
+            task.add_done_callback(self._notices.discard)
+
+    async def _notify(self, day: date, stream_id: int | None) -> None:
+        assert self.on_reached is not None
+        try:
+            await self.on_reached(day, stream_id)
+        except Exception as exc:  # the cap holds whether or not the owners were told
+            logger.opt(exception=exc).error("budget: the owners could not be told: {!r}", exc)
 
 
 __all__ = [

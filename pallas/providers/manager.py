@@ -44,6 +44,7 @@ from pallas.providers.results import (
     CallTag,
     ChatResult,
     EmbeddingResult,
+    Purpose,
     SpeechResult,
     TokenUsage,
     TranscriptionResult,
@@ -91,6 +92,8 @@ class _Logged:
 
 
 NOTHING = Spend()  # what a call reserves when its worst case is not known beforehand
+# Work nobody waits for: it stops first as the day's budget runs low (docs/cost.md).
+AMBIENT = frozenset({Purpose.EXTRACTION, Purpose.SUMMARY, Purpose.VISION})
 _Raw = TypeVar("_Raw")
 _Result = TypeVar("_Result")
 
@@ -287,7 +290,7 @@ class ModelManager:
         budget = self._deps.budget
         if budget is None:
             return await self._attempts(candidates, model_type, tag, once, succeeded, logged)
-        held = await budget.reserve(worst, tag.stream_id)
+        held = await budget.reserve(worst, tag.stream_id, ambient=tag.purpose in AMBIENT)
         try:
             result = await self._attempts(candidates, model_type, tag, once, succeeded, logged)
         except BaseException:

@@ -69,6 +69,7 @@ async def test_calls_stop_at_the_cap_with_one_calls_overshoot_at_most() -> None:
         made += 1
     _, spent = await budget.today()
     assert made == 2 and spent.cost == pytest.approx(0.03)  # 0.02 + less than one call
+    await asyncio.sleep(0)  # the owners are told from a task of its own
     assert told == [(date(2026, 12, 5), 7)]  # once, however many are refused
 
 
@@ -117,3 +118,28 @@ async def test_a_new_day_starts_from_what_the_store_says_and_midnight_keeps_its_
     budget.settle(held, Spend(0.01, 10))  # counted in its own day, not the new one
     assert await budget.today() == (date(2026, 12, 6), Spend())
     assert seen == [start_of(date(2026, 12, 5)), start_of(date(2026, 12, 6))]
+
+
+async def test_work_nobody_waits_for_stops_first_and_is_no_news() -> None:
+    told: list[date] = []
+
+    async def tell(day: date, _stream: int | None) -> None:
+        told.append(day)
+
+    budget = DailyBudget(BudgetLimits(cost=0.10), Clock(LATE), on_reached=tell)
+    budget.settle(await budget.reserve(Spend(0.01, 10)), Spend(0.085, 10))  # past 80 %
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 10), ambient=True)  # extraction: stops at 80 %
+    await budget.reserve(Spend(0.01, 10))  # an answer still may
+    await asyncio.sleep(0)
+    assert told == []  # the cap itself is not reached: nobody is told
+    assert reached(BudgetLimits(tokens=1000), Spend(0, 800), ambient=True)
+    assert not reached(BudgetLimits(tokens=1000), Spend(0, 799), ambient=True)
+
+
+async def test_a_store_that_cannot_say_todays_spend_counts_from_nothing() -> None:
+    async def broken(_since: datetime) -> Spend:
+        raise OSError("disk gone")
+
+    budget = DailyBudget(BudgetLimits(cost=0.02), Clock(LATE), broken)
+    assert await budget.reserve(Spend(0.01, 10)) == 0  # the call goes; the error is logged

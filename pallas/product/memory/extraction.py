@@ -35,6 +35,7 @@ from pallas.product.memory.store import MemoryKind, MemoryStore, NewMemory
 from pallas.product.memory.teachers import TOLD, ChatPeople, RefusalNotices, chat_people
 from pallas.product.teaching.guard import Refusal, Teaching, judge_teaching, normalise
 from pallas.product.teaching.people import references, subject_of
+from pallas.providers.budget import BudgetReachedError
 from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.openai_wire import ChatRequest
@@ -148,11 +149,16 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         return
     known = await _known(deps.store, stream_id, candidates)
     offered = deps.tools()
-    result = await deps.models.chat(
-        extraction_request(candidates, known, offered),
-        tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
-        model_type=model_type,
-    )
+    try:
+        result = await deps.models.chat(
+            extraction_request(candidates, known, offered),
+            tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
+            model_type=model_type,
+        )
+    except BudgetReachedError:
+        # Not worth retrying before tomorrow; the cursor stays, a later run reads the lines.
+        logger.info("memory: chat {}: no extraction, the day's budget is spent", stream_id)
+        return
     theirs = [c for c in result.tool_calls if tool_named(offered, c.name) is not None]
     features = await take_calls(offered, theirs, candidates, stream_id, now)
     mine = [c for c in result.tool_calls if c not in theirs]

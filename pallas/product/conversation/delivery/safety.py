@@ -22,15 +22,24 @@ from typing import Any
 from loguru import logger
 
 from pallas.core.actions import Origin
-from pallas.core.inbound import SegmentKind
+from pallas.core.inbound import Segment, SegmentKind
+from pallas.product.conversation.delivery.payload import platform_text
 from pallas.product.teaching.guard import find_vulgar, normalise
 
 MASK = "[已隐藏]"
 _DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
-_GAP = r"[\s\-－—.·]?"
+_GAP = r"[\s\-－—]?"  # how people space a number out; never a dot (versions, addresses)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("id_card", re.compile(r"(?<!\d)[1-9](?:" + _GAP + r"\d){16}" + _GAP + r"[\dXx](?![\dXx])")),
-    ("phone", re.compile(r"(?<!\d)(?:\+?86" + _GAP + r")?1[3-9](?:" + _GAP + r"\d){9}(?!\d)")),
+    (
+        "id_card",
+        re.compile(
+            r"(?<![\d.])[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
+            r"(?![\dXx.])"
+        ),
+    ),
+    # A mobile number whole, or grouped 3-4-4 as people write it.
+    ("phone", re.compile(r"(?<![\d.])(?:\+?86[\s\-]?)?1[3-9]\d(?:\d{8}|" + _GAP + r"\d{4}" + _GAP
+                         + r"\d{4})(?![\d.])")),
     (
         "qq_number",
         re.compile(
@@ -64,7 +73,8 @@ class OutgoingScreen:
 def screen(payload: dict[str, Any], origin: str | None, words: Iterable[str] = ()) -> Screened:
     text = str(payload.get("text", ""))
     word = _banned_word(text, words)
-    if word is not None:
+    # A command's answer quotes what members said (/状态, a memory listing): never refused.
+    if word is not None and origin != Origin.COMMAND.value:
         return Screened(None, (f"word:{word}",))
     rules: list[str] = []
     segments = []
@@ -79,8 +89,11 @@ def screen(payload: dict[str, Any], origin: str | None, words: Iterable[str] = (
         segments.append(segment)
     if not rules:
         return Screened(payload)
-    masked_text, _ = mask_numbers(text)
-    return Screened({**payload, "segments": segments, "text": masked_text}, tuple(rules))
+    if payload.get("segments"):  # the text the platform's echo will have, as sent
+        kept = platform_text([Segment.from_json(item) for item in segments])
+    else:
+        kept = mask_numbers(text)[0]
+    return Screened({**payload, "segments": segments, "text": kept}, tuple(rules))
 
 
 def mask_numbers(text: str) -> tuple[str, list[str]]:
@@ -97,8 +110,12 @@ def mask_numbers(text: str) -> tuple[str, list[str]]:
     return text, [rule for _s, _e, rule in spans]
 
 
+# Innocent phrases the lexicon's short words sit inside, in what the bot itself says.
+_HARMLESS = re.compile(r"[妈姑姨舅大奶后干老伯婶]妈的|妈妈的")
+
+
 def _banned_word(text: str, extra: Iterable[str]) -> str | None:
-    forms = normalise(text)
+    forms = normalise(_HARMLESS.sub("", text))
     hit = find_vulgar(forms)
     if hit is not None:
         return hit.removeprefix("word ").strip("'")

@@ -138,7 +138,9 @@ class AgentTurnHandler:
             self._deps.tools, prepared, conversation, self._deps.clock()
         )
         outcome = await decide(prepared, frame, limits.agent, toolbox)
-        if outcome.decision is None:
+        # A failure after the decision (the reply's writing refused, say) is a failure: the
+        # planner's notes are never sent as the reply.
+        if outcome.decision is None or outcome.failure is not None:
             return await self._failed(turn, outcome, limits.config)
         self._event(
             turn, EventKind.AGENT_DECIDED, _action_name(outcome), _decision_payload(outcome)

@@ -34,6 +34,9 @@ def text_payload(text: str) -> dict[str, Any]:
         ("团购满10000包邮", "团购满10000包邮", []),
         ("2024-10-01 14:00 开会", "2024-10-01 14:00 开会", []),
         ("订单号 20241001123", "订单号 20241001123", []),
+        ("订单号 202410011234567890", "订单号 202410011234567890", []),  # no date in it
+        ("连 192.168.100.10 试试", "连 192.168.100.10 试试", []),
+        ("版本 13800138000.1", "版本 13800138000.1", []),
     ],
 )
 def test_numbers_that_identify_someone_are_masked(text: str, masked: str, rules: list[str]) -> None:
@@ -44,6 +47,9 @@ def test_a_word_from_the_list_refuses_the_message_in_any_spelling() -> None:
     for text in ("你是傻逼", "你是 傻 逼", "ＳＢ吧你"):
         assert screen(text_payload(text), Origin.AGENT_REPLY.value).payload is None
     assert screen(text_payload("usb 坏了"), Origin.AGENT_REPLY.value).rules == ()
+    assert screen(text_payload("这是妈妈的味道"), Origin.AGENT_REPLY.value).rules == ()
+    # a command's answer quotes members: never refused
+    assert screen(text_payload("最近：有人说你是傻逼"), Origin.COMMAND.value).payload is not None
 
 
 def test_at_all_only_in_a_commands_answer() -> None:
@@ -52,6 +58,7 @@ def test_at_all_only_in_a_commands_answer() -> None:
     from_model = screen(payload, Origin.AGENT_REPLY.value)
     assert from_model.rules == ("at_all",) and from_model.payload is not None
     assert [s["kind"] for s in from_model.payload["segments"]] == ["text"]
+    assert from_model.payload["text"] == " 开会"  # what the echo will read
     assert screen(payload, Origin.COMMAND.value).rules == ()
 
 
