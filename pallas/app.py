@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
 from pallas.platform.routed_outlet import RoutedOutlet
 from pallas.platform.sandbox import SandboxHub, SandboxOutlet
+from pallas.product.chat_commands.budget import BudgetCommand
 from pallas.product.chat_commands.character import CharacterCommand
 from pallas.product.chat_commands.commands import ChatCommandDeps, install_chat_commands
 from pallas.product.conversation.commands import Audience, CommandStage, Syntax
@@ -355,6 +356,7 @@ def _outlet(settings: Settings, engine: AsyncEngine, ingress: Ingress) -> Routed
 
 
 OUTGOING_WORDS_FILE = Path("config/outgoing_words.txt")  # docs/delivery.md, "Outgoing safety"
+RAISED_SECTION = "budget_today"  # an owner's caps for one day (/预算), by the day's date
 
 
 def _delivery(
@@ -414,6 +416,7 @@ def _registry(
     install_chat_commands(commands, deps)
     seed = stored_seed(core.agent_config, core.bot_names)
     commands.register(CharacterCommand(core.character, seed, utc_now), Audience.OWNER)
+    commands.register(BudgetCommand(core.models.budget), Audience.OWNER)
     return registry
 
 
@@ -473,9 +476,21 @@ def _model_manager(
 
 def _tell_owners_of_the_budget(settings: Settings, core: CoreServices) -> None:
     budget = core.models.budget
-    if budget is not None:
-        budget.on_reached = tell_owners(core.engine, core.sender, budget, settings.superusers,
-                                        core.action_ids, utc_now)  # fmt: skip
+    if budget is None:
+        return
+    budget.on_reached = tell_owners(core.engine, core.sender, budget, settings.superusers,
+                                    core.action_ids, utc_now)  # fmt: skip
+    table = core.settings_table
+
+    async def load_raised(day: date) -> BudgetLimits | None:
+        values = await table.load(RAISED_SECTION, day.isoformat())
+        return replace(budget.limits, **values) if values else None
+
+    async def save_raised(day: date, limits: BudgetLimits) -> None:
+        values = {"cost": limits.cost, "tokens": limits.tokens}
+        await table.save(RAISED_SECTION, day.isoformat(), values, utc_now())
+
+    budget.load_raised, budget.save_raised = load_raised, save_raised
 
 
 def _agent(

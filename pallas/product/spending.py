@@ -27,8 +27,8 @@ CHAT_NOTICE = "今天的模型额度用完了，我先歇着，明天再聊。�
 def owners_notice(spent: Spend, limits: BudgetLimits) -> str:
     return (
         f"今天的模型花费到上限了（{spent_words(spent, limits)}）：到明天零点之前我不再调用模型，"
-        "命令和不用模型的固定回应照常。要提高上限，改 .env 里的 PALLAS_DAILY_BUDGET"
-        "（或 PALLAS_DAILY_TOKEN_BUDGET）后重启。"
+        "命令和不用模型的固定回应照常。要提高今天的上限，发 /预算 <金额>；"
+        "长期的上限在 .env 里的 PALLAS_DAILY_BUDGET。"
     )
 
 
@@ -59,7 +59,7 @@ def tell_owners(
             logger.warning("budget: cap reached on {}; no owner or account to tell", day)
             return
         _, spent = await budget.today()
-        text = owners_notice(spent, budget.limits)
+        text = owners_notice(spent, budget.today_limits)
         for owner in owners:
             key = StreamKey(account[0], account[1], StreamKind.PRIVATE, owner)
             private = await ensure_stream(engine, key, clock())  # type: ignore[arg-type]

@@ -87,6 +87,9 @@ def describe(spent: Spend, limits: BudgetLimits) -> str:
 
 Seed = Callable[[datetime], Awaitable[Spend]]  # what the store says was spent since then
 Reached = Callable[[date, int | None], Awaitable[None]]  # the day, the chat that hit it
+# An owner's caps for one day, kept in the store so a restart keeps them (None: the defaults).
+LoadRaised = Callable[[date], Awaitable[BudgetLimits | None]]
+SaveRaised = Callable[[date, BudgetLimits], Awaitable[None]]
 
 
 async def _nothing_spent(_since: datetime) -> Spend:
@@ -100,6 +103,9 @@ class DailyBudget:
     seed: Seed = _nothing_spent
     # Told the first time a call is refused on a day (the owners' notice); set after start.
     on_reached: Reached | None = None
+    load_raised: LoadRaised | None = None
+    save_raised: SaveRaised | None = None
+    _today_limits: BudgetLimits | None = None  # today's caps when an owner changed them
     _day: date | None = None
     _spent: Spend = field(default_factory=Spend)
     _reserved: dict[int, tuple[date, Spend]] = field(default_factory=dict)
@@ -116,12 +122,13 @@ class DailyBudget:
         async with self._lock:
             day = await self._today()
             held = sum((s for d, s in self._reserved.values() if d == day), Spend())
-            if not reached(self.limits, self._spent + held, ambient=ambient):
+            limits = self.today_limits
+            if not reached(limits, self._spent + held, ambient=ambient):
                 rid = next(self._ids)
                 self._reserved[rid] = (day, worst)
                 return rid
-            refused = BudgetReachedError(day, self._spent, self.limits)
-            full = reached(self.limits, self._spent + held)
+            refused = BudgetReachedError(day, self._spent, limits)
+            full = reached(limits, self._spent + held)
         if full:
             await self._tell(day, stream_id)
         raise refused
@@ -138,6 +145,22 @@ class DailyBudget:
         async with self._lock:
             return await self._today(), self._spent
 
+    @property
+    def today_limits(self) -> BudgetLimits:
+        """The caps in force today: an owner's for today, else the configured ones."""
+        return self._today_limits or self.limits
+
+    async def set_today(self, limits: BudgetLimits) -> date:
+        """An owner's caps for the rest of today (kept in the store); tomorrow the configured
+        ones hold again."""
+        async with self._lock:
+            day = await self._today()
+            self._today_limits = limits
+        if self.save_raised is not None:
+            await self.save_raised(day, limits)
+        logger.info("budget: today's caps set by an owner: {}", describe(self._spent, limits))
+        return day
+
     async def _today(self) -> date:
         day = day_of(self.clock())
         if day != self._day:
@@ -147,13 +170,25 @@ class DailyBudget:
                 logger.opt(exception=exc).error("budget: today's spend not read: {!r}", exc)
                 spent = Spend()
             self._day, self._spent = day, spent
+            self._today_limits = await self._raised(day)
         return day
+
+    async def _raised(self, day: date) -> BudgetLimits | None:
+        if self.load_raised is None:
+            return None
+        try:
+            return await self.load_raised(day)
+        except Exception as exc:  # the configured caps hold
+            logger.opt(exception=exc).error("budget: today's raised caps not read: {!r}", exc)
+            return None
 
     async def _tell(self, day: date, stream_id: int | None) -> None:
         if day in self._told:
             return
         self._told.add(day)
-        logger.warning("budget: today's cap is reached ({})", describe(self._spent, self.limits))
+        logger.warning(
+            "budget: today's cap is reached ({})", describe(self._spent, self.today_limits)
+        )
         if self.on_reached is not None:
             # Its own task: the refused caller's timeout or cancellation must not cut it.
             task = asyncio.create_task(self._notify(day, stream_id), name="budget notice")

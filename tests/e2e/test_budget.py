@@ -118,6 +118,17 @@ async def test_thirty_calls_stop_at_the_cap_and_the_owner_is_told_once(
     assert len(model.requests_for(MODEL)) == calls  # and no model was asked for it
     assert len(napcat.said("send_private_msg", user_id=OWNER)) == 1
 
+    # The owner raises today's cap from a private chat: the next call reaches the model.
+    await napcat.send_event(napcat.private_message(OWNER, "/预算 0.1"))
+    await wait_for(lambda: len(napcat.said("send_private_msg", user_id=OWNER)) == 2,
+                   what="/预算's answer")  # fmt: skip
+    assert "上限 0.1" in napcat.said("send_private_msg", user_id=OWNER)[-1]
+    turns = _turns(db)
+    event = napcat.group_message(GROUP, MEMBER, [at(SELF_ID), text(" 还在吗")])
+    await napcat.send_event(event)
+    await wait_for(lambda: _turns(db) > turns and _turns_running(db) == 0, what="the turn")
+    assert len(model.requests_for(MODEL)) == calls + 1
+
 
 def _turns(db: TimelineDb) -> int:
     return int(db.scalar("SELECT count(*) FROM event WHERE kind = 'turn_started'") or 0)

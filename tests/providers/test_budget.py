@@ -143,3 +143,27 @@ async def test_a_store_that_cannot_say_todays_spend_counts_from_nothing() -> Non
 
     budget = DailyBudget(BudgetLimits(cost=0.02), Clock(LATE), broken)
     assert await budget.reserve(Spend(0.01, 10)) == 0  # the call goes; the error is logged
+
+
+async def test_an_owners_cap_for_today_holds_across_a_restart_and_not_tomorrow() -> None:
+    kept: dict[date, BudgetLimits] = {}
+
+    async def load(day: date) -> BudgetLimits | None:
+        return kept.get(day)
+
+    async def save(day: date, limits: BudgetLimits) -> None:
+        kept[day] = limits
+
+    clock = Clock(LATE)
+    budget = DailyBudget(BudgetLimits(cost=0.02), clock, load_raised=load, save_raised=save)
+    budget.settle(await budget.reserve(Spend(0.01, 10)), Spend(0.03, 10))
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 10))
+    await budget.set_today(BudgetLimits(cost=0.10))
+    await budget.reserve(Spend(0.01, 10))  # calls start again at once
+    restarted = DailyBudget(BudgetLimits(cost=0.02), clock, load_raised=load)
+    assert (await restarted.today())[0] == date(2026, 12, 5)
+    assert restarted.today_limits == BudgetLimits(cost=0.10)
+    clock.now = LATE + timedelta(hours=1)  # the next day: the configured cap again
+    await restarted.today()
+    assert restarted.today_limits == BudgetLimits(cost=0.02)

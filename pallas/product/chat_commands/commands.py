@@ -82,7 +82,7 @@ class StatusCommand:
         lines.append(f"今天在这里调用模型 {calls} 次，花费 {cost:.4f}")
         if deps.budget is not None:
             _day, spent = await deps.budget.today()
-            lines.append(f"今天全部：{spent_words(spent, deps.budget.limits)}")
+            lines.append(f"今天全部：{spent_words(spent, deps.budget.today_limits)}")
         recent = await recent_decisions(deps.engine, sid, 4)
         if recent:
             lines += ["最近的决定：", *recent_lines(recent)]
