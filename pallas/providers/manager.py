@@ -286,43 +286,32 @@ class ModelManager:
         worst: Spend = NOTHING,
     ) -> _Result:
         """Within the daily budget, try the candidates in order until one answers; every
-        attempt is accounted."""
+        attempt is accounted. One reservation covers every attempt; a failed call is billed
+        nothing."""
         budget = self._deps.budget
-        if budget is None:
-            return await self._attempts(candidates, model_type, tag, once, succeeded, logged)
-        held = await budget.reserve(worst, tag.stream_id, ambient=tag.purpose in AMBIENT)
-        try:
-            result = await self._attempts(candidates, model_type, tag, once, succeeded, logged)
-        except BaseException:
-            budget.release(held)  # a failed attempt is billed nothing
-            raise
-        usage: TokenUsage = getattr(result, "usage", TokenUsage())
-        tokens = usage.prompt_tokens + usage.completion_tokens
-        budget.settle(held, Spend(float(getattr(result, "cost", 0.0)), tokens))
-        return result
-
-    async def _attempts(
-        self,
-        candidates: list[ModelSpec],
-        model_type: ModelType,
-        tag: CallTag,
-        once: Callable[[ModelSpec], Awaitable[_Raw]],
-        succeeded: Callable[[_Attempt, _Raw], _Result],
-        logged: _Logged,
-    ) -> _Result:
+        held = None
+        if budget is not None:
+            held = await budget.reserve(worst, tag.stream_id, ambient=tag.purpose in AMBIENT)
         plan = self._plan(candidates)
-        for step in plan.steps():
-            if isinstance(step, Pause):
-                await self._deps.sleep(step.seconds)
-                continue
-            attempt = self._start(step, model_type, tag)
-            try:
-                raw = await once(step.spec)
-            except Exception as exc:
-                plan.failed(self._attempt_failed(attempt, exc, logged), step.spec.provider)
-                continue
-            return succeeded(attempt, raw)
-        raise plan.exhausted()
+        try:
+            for step in plan.steps():
+                if isinstance(step, Pause):
+                    await self._deps.sleep(step.seconds)
+                    continue
+                attempt = self._start(step, model_type, tag)
+                try:
+                    raw = await once(step.spec)
+                except Exception as exc:
+                    plan.failed(self._attempt_failed(attempt, exc, logged), step.spec.provider)
+                    continue
+                result = succeeded(attempt, raw)
+                if budget is not None and held is not None:
+                    budget.settle(held, _spend_of(result))
+                return result
+            raise plan.exhausted()
+        finally:
+            if budget is not None and held is not None:
+                budget.release(held)  # settled already, or a call that cost nothing
 
     def _timeout_s(self, spec: ModelSpec) -> float:
         return self.catalog.provider(spec.provider).timeout_s
@@ -562,3 +551,9 @@ def worst_case(spec: ModelSpec, request: ChatRequest) -> Spend:
     prompt = message_tokens(request.messages) + estimate_tokens(str(request.tools or ""))
     output = request.max_tokens or spec.max_tokens or DEFAULT_OUTPUT_TOKENS
     return Spend(spec.pricing.cost(prompt, output), prompt + output)
+
+
+def _spend_of(result: object) -> Spend:
+    usage: TokenUsage = getattr(result, "usage", TokenUsage())
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    return Spend(float(getattr(result, "cost", 0.0)), tokens)

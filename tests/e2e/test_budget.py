@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.bot_process import BotProcess
+from tests.support.bot_process import BotProcess, running
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -59,11 +59,8 @@ async def bot(
     providers.write_text(PROVIDERS.format(url=model.base_url, model=MODEL), encoding="utf-8")
     env = {"PALLAS_PROVIDERS_FILE": str(providers), "PALLAS_DAILY_BUDGET": str(BUDGET),
            "SUPERUSERS": f'["{OWNER}"]'}  # fmt: skip
-    process = BotProcess(workdir, token=ACCESS_TOKEN, env=env)
-    process.start()
-    await process.wait_ready()
-    yield process
-    process.stop()
+    async with running(BotProcess(workdir, token=ACCESS_TOKEN, env=env)) as process:
+        yield process
 
 
 @pytest.fixture

@@ -30,7 +30,9 @@ PASSING_MAX_CHARS = 25
 _COMMAND = re.compile(r"^\s*[/!！#]")
 _SHARE = re.compile(r"^\s*(?:\[[^\]]{1,8}\]|【[^】]{1,12}】)|https?://")  # a share, a link
 
-_ASKED_TO_REMEMBER = re.compile(r"记住|记下来|记一下|帮我记|别忘了|remember", re.IGNORECASE)
+# Asking the bot to remember (also what earns a refused teacher a notice, teachers.py); not
+# 记得 ("我记得…", "你还记得吗"), which is recalling.
+ASKED_TO_REMEMBER = re.compile(r"记住|记下来|记一下|帮我记|别忘了|remember", re.IGNORECASE)
 # Who the line is about.
 _SELF = re.compile(
     r"我|偶|俺|鹅|窝|本人|咱|人家|阿拉|自己|老子|\b(?:i|i'm|im|my|me|mine)\b", re.IGNORECASE
@@ -92,7 +94,7 @@ def is_candidate(text: str) -> bool:
     normal = unicodedata.normalize("NFKC", text).strip()
     if not MIN_CHARS <= len(normal) <= MAX_CHARS or _COMMAND.match(normal):
         return False
-    if _ASKED_TO_REMEMBER.search(normal):  # the model decides, and the guard, what is kept
+    if ASKED_TO_REMEMBER.search(normal):  # the model decides, and the guard, what is kept
         return True
     if _SHARE.search(normal) and not _SELF.search(normal) and not _RULE.search(normal):
         return False

@@ -302,6 +302,8 @@ async def _judge(
     deps: ExtractionDeps,
     now: datetime,
 ) -> list[NewMemory]:
+    if not proposals:  # the usual run: no read of the chat's people
+        return []
     person_of = {line.user_id: line.sender_person_id for line in lines}
     people = await chat_people(deps.engine, stream_id, lines)
     accepted: list[NewMemory] = []

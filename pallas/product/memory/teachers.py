@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from loguru import logger
 from sqlalchemy import select
@@ -21,16 +20,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.actions import Origin
 from pallas.core.facts import MemoryKind
 from pallas.core.inbound import Segment, SegmentKind, StreamKind
+from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.conversation.delivery.payload import PayloadError
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.assembler.context import ContextBlock
+from pallas.product.memory.candidates import ASKED_TO_REMEMBER
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
 from pallas.product.teaching.people import KnownPerson
 from pallas.store.conversation import WindowLine
 from pallas.store.models import Identity, Member, Stream
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")
 MAX_PEOPLE = 5_000  # names looked for in one chat; a bigger group's quiet members are skipped
 # Refusals a teacher is told about; the rest (empty, too long, bare, cooldown) are not news.
 TOLD = frozenset(
@@ -43,8 +43,6 @@ TOLD = frozenset(
         Refusal.BELITTLING,
     }
 )
-# Asking the bot to remember; not 记得 ("我记得…", "你还记得吗"), which is recalling.
-_TEACHING = re.compile(r"记住|记下来|记一下|帮我记|别忘了|remember", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class ChatPeople:
 
     def addressed(self, line: WindowLine) -> bool:
         """A line that asks the bot to remember: it @-mentions the bot or says 记住."""
-        return bool(self.bots & set(line.mentions)) or bool(_TEACHING.search(line.text))
+        return bool(self.bots & set(line.mentions)) or bool(ASKED_TO_REMEMBER.search(line.text))
 
 
 async def chat_people(
@@ -195,7 +193,7 @@ class UnkeptTeachingNote:
         self._clock = clock
 
     async def fetch(self, turn: Turn) -> ContextBlock | None:
-        asked = [m for m in turn.messages if _TEACHING.search(m.message.text)]
+        asked = [m for m in turn.messages if ASKED_TO_REMEMBER.search(m.message.text)]
         if not asked:
             return None
         people = await chat_people(self._engine, turn.stream_id, ())

@@ -231,13 +231,14 @@ class OutboxDispatcher:
         # Only when it could go now: no store read every second while the account is away.
         if row.attempts and await self._echoed_since_failure(row, now):
             return 0.0
-        row = await self._screened(row, now)
-        if row is None:
-            return 0.0
         pause = float(row.payload.get("pause_s", 0.0))
         wait = self._gate.wait(row.stream_id, pause, self._monotonic())
         if wait > 0:
             return wait
+        # Screened once, when it is about to go: not at every look while it waits its turn.
+        row = await self._screened(row, now)
+        if row is None:
+            return 0.0
         self._gate.sent(row.stream_id, self._monotonic())  # reserved: the next head waits
         ready.append(row)
         return 0.0
