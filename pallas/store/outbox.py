@@ -79,6 +79,7 @@ class OutboxRow:
     created_at: datetime
     updated_at: datetime  # for a `sending` row: when the send began
     origin: str = Origin.AGENT_REPLY
+    stream_since: datetime | None = None  # when the bot first saw the chat (a new group's warm-up)
 
 
 class OutboxStore:
@@ -229,6 +230,16 @@ class OutboxStore:
             rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
         return [_outbox_row(row) for row in rows]
 
+    async def sent_since(self, since: datetime) -> list[OutboxRow]:
+        """Rows confirmed sent since `since`, oldest first: an account's last hour survives a
+        restart (the account pace starts from them)."""
+        query = _row_query().where(
+            OutboxItem.status == OutboxStatus.SENT.value, OutboxItem.updated_at >= since
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.order_by(OutboxItem.updated_at))).all()
+        return [_outbox_row(row) for row in rows]
+
     async def unclaimed_echo(self, stream_id: int, text: str, since: datetime) -> str | None:
         """A bot message with this text stored since `since` that no outbox row has claimed:
         the platform's report of a send whose receipt was lost."""
@@ -348,6 +359,7 @@ def _row_query() -> Any:
         Stream.self_id,
         Stream.kind.label("stream_kind"),
         Stream.external_id,
+        Stream.created_at.label("stream_since"),
     ).join(Stream, Stream.id == OutboxItem.stream_id)
 
 
@@ -366,6 +378,7 @@ def _outbox_row(row: Any) -> OutboxRow:
         created_at=row.created_at,
         updated_at=row.updated_at,
         origin=row.origin,
+        stream_since=row.stream_since,
     )
 
 

@@ -19,6 +19,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # Start-up (imports, migrations, plugins) takes a few seconds alone and many times that on a
 # machine busy with the rest of the suite; a bot that exits instead fails at once.
 READY_TIMEOUT_S = 90.0
+# A test sends faster than any group would: the account pacing a real QQ account needs
+# (docs/delivery.md) would hold its replies back for minutes. So the rig's bots are set the
+# way an owner testing on a private account would set them, through the console's API, once
+# ready; a test of the pacing itself passes `pacing=None` or its own.
+RIG_PACING: dict[str, Any] = {
+    "account_per_minute": 0,
+    "account_per_hour": 0,
+    "new_group_per_hour": 0,
+    "same_text_hold_s": 0,
+}
 
 
 def free_port() -> int:
@@ -38,6 +48,7 @@ class BotProcess:
         env: dict[str, str] | None = None,
         script: Path | None = None,
         preexec: Callable[[], None] | None = None,
+        pacing: dict[str, Any] | None = RIG_PACING,
     ) -> None:
         self.workdir = workdir
         self.data_dir = workdir / "data"
@@ -47,6 +58,7 @@ class BotProcess:
         self.log_path = workdir / "bot.log"
         self._extra_env = env or {}
         self._preexec = preexec  # run in the child before the bot (limits, signals)
+        self._pacing = pacing
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -101,12 +113,29 @@ class BotProcess:
                 try:
                     response = await client.get(f"{self.http_url}/pallas/api/health")
                     if response.status_code == 200:
+                        await self._set_pacing(client)
                         return response.json()
                 except httpx.TransportError:
                     pass
                 if asyncio.get_running_loop().time() > deadline:
                     raise TimeoutError(f"bot not ready in {timeout}s:\n{self.log()}")
                 await asyncio.sleep(0.1)
+
+    def console_token(self) -> str:
+        """The console's token: the one configured, else the one generated at first start."""
+        configured = self._extra_env.get("PALLAS_CONSOLE_TOKEN")
+        if configured:
+            return configured
+        return (self.data_dir / "console_token").read_text(encoding="utf-8").strip()
+
+    async def _set_pacing(self, client: httpx.AsyncClient) -> None:
+        if not self._pacing:
+            return
+        headers = {"Authorization": f"Bearer {self.console_token()}"}
+        url = f"{self.http_url}/pallas/api/settings/delivery/global"
+        changed = await client.put(url, json=self._pacing, headers=headers)
+        if changed.status_code != 200:
+            raise RuntimeError(f"the rig's pacing was refused: {changed.text}")
 
     async def health(self) -> dict[str, Any]:
         async with httpx.AsyncClient() as client:

@@ -33,6 +33,12 @@ class Pacing(BaseModel):
     global_burst: int = Field(default=5, ge=1, le=50)
     stale_after_s: float = Field(default=600.0, ge=30, le=3600)
     max_waiting_unsolicited: int = Field(default=2, ge=1, le=10)
+    account_per_minute: int = Field(default=20, ge=0, le=120)
+    account_per_hour: int = Field(default=300, ge=0, le=3000)
+    same_text_hold_s: float = Field(default=600.0, ge=0, le=3600)
+    same_text_min_chars: int = Field(default=8, ge=1, le=500)
+    new_group_hours: float = Field(default=24.0, ge=0, le=720)
+    new_group_per_hour: int = Field(default=20, ge=0, le=600)
 
     @field_validator("max_pause_s")
     @classmethod
@@ -81,10 +87,21 @@ def delivery_section(table: SettingsTable, pacing: LivePacing) -> Section:
             "global_burst": "积压时一口气最多连发几条",
             "stale_after_s": "多久没发出去就不发了（秒）",
             "max_waiting_unsolicited": "一个聊天最多排着几条没人叫也要说的话",
+            "account_per_minute": "一个 QQ 号每分钟最多发几条（所有聊天合计）",
+            "account_per_hour": "一个 QQ 号每小时最多发几条（所有聊天合计）",
+            "same_text_hold_s": "同样的话发到另一个群前至少等多久（秒）",
+            "same_text_min_chars": "多长的话才算「同样的话」（字数）",
+            "new_group_hours": "新群的适应期（小时）",
+            "new_group_per_hour": "适应期内每小时最多往这个群发几条",
         },
         {
             "chars_per_second": "第二条气泡起，停顿是它的字数除以打字速度，再夹在最短和最长之间",
             "stale_after_s": "回复晚了就不合时宜了：过了这么久还没发出去的，直接放弃",
             "max_waiting_unsolicited": "被 @ 的回复不受这个限制；更早的那些会被丢掉",
+            "account_per_minute": "风控看的是整个号：群再多，合起来也不能刷屏。填 0 表示不限",
+            "account_per_hour": "填 0 表示不限",
+            "same_text_hold_s": "同一段话短时间内出现在好几个群，最像群发广告；指令的回答不受限",
+            "new_group_hours": "从第一次在这个群里看到消息算起；填 0 表示没有适应期",
+            "new_group_per_hour": "填 0 表示不限；等得太久的消息按上面的规则放弃",
         },
     )

@@ -29,6 +29,7 @@ from pallas.core.actions import (
     action_of,
 )
 from pallas.core.inbound import Segment, SegmentKind
+from pallas.product.conversation.delivery.account_pace import HOUR_MINUTES, outgoing_of
 from pallas.product.conversation.delivery.contract import (
     DeliveryReport,
     OutgoingMessage,
@@ -127,6 +128,7 @@ class OutboxDispatcher:
         A row whose echo is in the timeline is confirmed at once; the others wait until their
         bot account is connected and its message history can be asked (see `_consider`).
         """
+        await self._seed_pace()
         counts = {r.value: 0 for r in Recovery}
         for row in await self._store.interrupted():
             action = await self._resolve_interrupted(row)
@@ -135,6 +137,16 @@ class OutboxDispatcher:
         if any(counts.values()):
             logger.warning("outbox: interrupted sends at start-up: {}", counts)
         return counts
+
+    async def _seed_pace(self) -> None:
+        """The accounts' last hour of sends, from the store: a restart does not reopen the
+        windows risk control still remembers."""
+        now, at_now = self._clock(), self._monotonic()
+        policy = self.policy
+        hour = timedelta(seconds=policy.minute_s * HOUR_MINUTES)
+        for row in await self._store.sent_since(now - hour):
+            at = at_now - (now - row.updated_at).total_seconds()
+            self._gate.accounts.sent(outgoing_of(row, now, policy), at)
 
     async def _resolve_interrupted(self, row: OutboxRow) -> Recovery | None:
         """Confirm, resend or give up a row left `sending`; None while it must wait for the
@@ -232,14 +244,15 @@ class OutboxDispatcher:
         if row.attempts and await self._echoed_since_failure(row, now):
             return 0.0
         pause = float(row.payload.get("pause_s", 0.0))
-        wait = self._gate.wait(row.stream_id, pause, self._monotonic())
+        send = outgoing_of(row, now, self.policy)
+        wait = self._gate.wait(row.stream_id, pause, self._monotonic(), send)
         if wait > 0:
             return wait
         # Screened once, when it is about to go: not at every look while it waits its turn.
         row = await self._screened(row, now)
         if row is None:
             return 0.0
-        self._gate.sent(row.stream_id, self._monotonic())  # reserved: the next head waits
+        self._gate.sent(row.stream_id, self._monotonic(), send)  # reserved: the next head waits
         ready.append(row)
         return 0.0
 

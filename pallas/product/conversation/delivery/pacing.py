@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from pallas.product.conversation.delivery.account_pace import AccountPace, Outgoing
+
 
 @dataclass(frozen=True)
 class DeliveryPolicy:
@@ -29,6 +31,14 @@ class DeliveryPolicy:
     resend_window_s: float = 30.0  # an interrupted send younger than this is sent again
     # Unsolicited replies one chat may have waiting (the newest included); older ones drop.
     max_waiting_unsolicited: int = 2
+    # One account across all its chats (account_pace.py); 0 turns a window off.
+    account_per_minute: int = 20
+    account_per_hour: int = 300
+    same_text_hold_s: float = 600.0  # the same text to another group waits this long
+    same_text_min_chars: int = 8  # shorter texts ("哈哈") are not compared
+    new_group_hours: float = 24.0  # a group first seen this recently is warmed up ...
+    new_group_per_hour: int = 20  # ... with at most this many sends an hour
+    minute_s: float = 60.0  # the windows' minute; an hour is 60 of them (tests shorten it)
 
 
 def bubble_pauses(bubbles: Sequence[str], policy: DeliveryPolicy) -> list[float]:
@@ -58,14 +68,21 @@ def reader_of(policy: DeliveryPolicy | PolicyReader) -> PolicyReader:
 
 @dataclass
 class RateGate:
-    """Per-conversation spacing and a global token bucket, so a backlog drains slowly."""
+    """Per-conversation spacing, a global token bucket so a backlog drains slowly, and each
+    account's own limits across its chats (`AccountPace`)."""
 
     pacing: PolicyReader
     last_sent: dict[int, float] = field(default_factory=dict)
     tokens: float = -1.0  # -1: not started (full bucket)
     refilled_at: float = 0.0
+    accounts: AccountPace = field(init=False)
 
-    def wait(self, stream_id: int, pause_s: float, now: float) -> float:
+    def __post_init__(self) -> None:
+        self.accounts = AccountPace(self.pacing)
+
+    def wait(
+        self, stream_id: int, pause_s: float, now: float, send: Outgoing | None = None
+    ) -> float:
         """Seconds until a send to this conversation may go (0: now)."""
         self._refill(now)
         policy = self.pacing()
@@ -73,13 +90,16 @@ class RateGate:
         last = self.last_sent.get(stream_id)
         stream_wait = 0.0 if last is None else max(0.0, last + spacing - now)
         global_wait = 0.0 if self.tokens >= 1 else (1 - self.tokens) / policy.global_per_second
-        return max(stream_wait, global_wait)
+        account_wait = 0.0 if send is None else self.accounts.wait(send, now)
+        return max(stream_wait, global_wait, account_wait)
 
-    def sent(self, stream_id: int, now: float) -> None:
+    def sent(self, stream_id: int, now: float, send: Outgoing | None = None) -> None:
         """A send to this conversation starts now: it takes a token and restarts the spacing."""
         self._refill(now)
         self.tokens -= 1
         self.last_sent[stream_id] = now
+        if send is not None:
+            self.accounts.sent(send, now)
 
     def confirmed(self, stream_id: int, now: float) -> None:
         """The platform confirmed the send: the spacing counts from here, as the chat saw it."""
