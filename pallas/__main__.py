@@ -1,4 +1,5 @@
-"""`python -m pallas doctor`: check the set-up and say what to fix (docs/console.md)."""
+"""`python -m pallas doctor`: check the set-up and say what to fix (docs/console.md).
+`python -m pallas replay`: a recorded window under current or proposed settings (docs/cost.md)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ import asyncio
 import json
 import sys
 from functools import partial
+from typing import Any
 
 from loguru import logger
 
+from pallas.config import ConfigError, load_settings
 from pallas.console.doctor import MODEL_TIMEOUT_S, as_json, examine, summary
+from pallas.console.replay import parse_changes, replay_group, window_of
 from pallas.features import BUILT_IN_FEATURES
+from pallas.product.replay.render import as_json as replay_json
+from pallas.product.replay.render import render
+from pallas.product.replay.run import ReplayError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,8 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument("--json", action="store_true", help="one JSON document, for scripts")
     doctor.add_argument("--timeout", type=float, default=MODEL_TIMEOUT_S,
                         help="seconds each model's check may take")  # fmt: skip
+    _replay_parser(commands)
     args = parser.parse_args(argv)
     logger.remove()  # the findings say what matters; the model layer's log lines are noise here
+    if args.command == "replay":
+        return _replay(args)
     if args.json:
         findings = asyncio.run(examine(args.env_file, BUILT_IN_FEATURES, timeout_s=args.timeout))
         print(json.dumps(as_json(findings), ensure_ascii=False, indent=1))
@@ -31,6 +41,37 @@ def main(argv: list[str] | None = None) -> int:
     progress = partial(print, flush=True)  # each line as it is found: a slow check shows
     found = examine(args.env_file, BUILT_IN_FEATURES, progress, args.timeout)
     return summary(asyncio.run(found))
+
+
+def _replay_parser(commands: Any) -> None:
+    replay = commands.add_parser(
+        "replay", help="a chat's recorded day under the settings then or proposed ones"
+    )
+    replay.add_argument("--group", required=True, help="the QQ group number")
+    replay.add_argument("--account", help="the bot's QQ number, when several are in the group")
+    replay.add_argument("--day", help="a day in Beijing time, e.g. 2026-12-05")
+    replay.add_argument("--since", help="the window's start (ISO 8601 with offset)")
+    replay.add_argument("--until", help="the window's end (ISO 8601 with offset)")
+    replay.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a proposed gate setting (repeatable)")  # fmt: skip
+    replay.add_argument("--env-file", default=".env", help="the .env file to read")
+    replay.add_argument("--json", action="store_true", help="one JSON document, for scripts")
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.env_file)
+        window = window_of(args.day, args.since, args.until)
+        proposed = parse_changes(args.set)
+        report = asyncio.run(replay_group(settings, args.group, args.account, window, proposed))
+    except (ReplayError, ConfigError) as exc:
+        print(f"重放不了：{exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(replay_json(report), ensure_ascii=False, indent=1, default=str))
+    else:
+        print(render(report))
+    return 0
 
 
 if __name__ == "__main__":

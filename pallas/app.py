@@ -40,6 +40,7 @@ from pallas.product.conversation.gate.activity_book import ActivityBook
 from pallas.product.conversation.gate.admission import Admission, AdmissionDeps
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.gate.policy_book import PolicyBook
+from pallas.product.conversation.gate.trigger import LOTTERY_SEED
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.retention import RetentionHolders, RetentionPolicy
@@ -86,15 +87,13 @@ from pallas.store.engine import backend_name, create_engine
 from pallas.store.failures import classify, explain, short_detail
 from pallas.store.jobs import JobStore
 from pallas.store.ledger import LedgerWriter
-from pallas.store.llm_usage import LlmUsageWriter, spent_since
+from pallas.store.llm_usage import LlmUsageWriter, spent_by_part, spent_since
 from pallas.store.members import temp_chat_group
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
 from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
 from pallas.store.timeline import TimelineWriter
-
-LOTTERY_SEED = "pallas-ambient"
 
 # What happens to a committed message, in this order (docs/architecture.md, "The stage
 # list"): silence, then persona (attacks on the bot, rage), then the owner's commands, then
@@ -463,7 +462,11 @@ def _model_manager(
             cost, tokens = await spent_since(engine, since)
             return Spend(cost, tokens)
 
-        deps.budget = DailyBudget(limits, utc_now, seed)
+        async def seed_parts(since: datetime) -> dict[str, Spend]:
+            parts = await spent_by_part(engine, since)
+            return {key: Spend(cost, tokens) for key, (cost, tokens) in parts.items()}
+
+        deps.budget = DailyBudget(limits, utc_now, seed, seed_parts=seed_parts)
         priced = any(m.pricing.input or m.pricing.output for m in catalog.models)
         if limits.cost is not None and not priced:
             logger.warning(

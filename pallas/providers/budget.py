@@ -41,13 +41,25 @@ class Spend:
 class BudgetLimits:
     cost: float | None = None  # PALLAS_DAILY_BUDGET, in the prices' currency
     tokens: int | None = None  # PALLAS_DAILY_TOKEN_BUDGET
-    # Work nobody waits for (extraction, summaries) stops at this share of a cap, so what is
-    # left of the day goes to answering people.
-    ambient_share: float = 0.8
 
     @property
     def active(self) -> bool:
         return self.cost is not None or self.tokens is not None
+
+
+@dataclass(frozen=True)
+class Shares:
+    """How the day's caps are shared out (the console's 预算 section, docs/cost.md)."""
+
+    # Work nobody waits for (extraction, summaries) stops at this share of a cap, so what is
+    # left of the day goes to answering people.
+    ambient: float = 0.8
+    cheaper_from: float = 0.9  # from this share on, `cheaper_model` answers first
+    cheaper_model: str = ""
+    purposes: tuple[tuple[str, float], ...] = ()  # a purpose's most, as a share of the caps
+
+    def of_purpose(self, purpose: str) -> float:
+        return dict(self.purposes).get(purpose, 1.0)
 
 
 class BudgetReachedError(ProviderError):
@@ -66,11 +78,9 @@ def start_of(day: date) -> datetime:
     return datetime.combine(day, time(), SHANGHAI)
 
 
-def reached(limits: BudgetLimits, committed: Spend, *, ambient: bool = False) -> bool:
-    """Whether what is spent and reserved today has reached a cap (pure); for ambient work,
-    its share of the cap. A call starts only below every cap, so the last one may overshoot
-    by at most its own cost."""
-    share = limits.ambient_share if ambient else 1.0
+def reached(limits: BudgetLimits, committed: Spend, share: float = 1.0) -> bool:
+    """Whether what is spent and reserved has reached `share` of a cap (pure). A call starts
+    only below every cap, so the last one may overshoot by at most its own cost."""
     over_cost = limits.cost is not None and committed.cost >= limits.cost * share
     over_tokens = limits.tokens is not None and committed.tokens >= limits.tokens * share
     return over_cost or over_tokens
@@ -86,6 +96,9 @@ def describe(spent: Spend, limits: BudgetLimits) -> str:
 
 
 Seed = Callable[[datetime], Awaitable[Spend]]  # what the store says was spent since then
+# The same by part: "purpose:<purpose>" and "stream:<id>" keys.
+SeedParts = Callable[[datetime], Awaitable[dict[str, Spend]]]
+GroupShare = Callable[[int], Awaitable[float]]  # a chat's most, as a share of the caps
 Reached = Callable[[date, int | None], Awaitable[None]]  # the day, the chat that hit it
 # An owner's caps for one day, kept in the store so a restart keeps them (None: the defaults).
 LoadRaised = Callable[[date], Awaitable[BudgetLimits | None]]
@@ -94,6 +107,20 @@ SaveRaised = Callable[[date, BudgetLimits], Awaitable[None]]
 
 async def _nothing_spent(_since: datetime) -> Spend:
     return Spend()
+
+
+async def _no_parts(_since: datetime) -> dict[str, Spend]:
+    return {}
+
+
+async def _whole(_stream_id: int) -> float:
+    return 1.0
+
+
+def parts_of(purpose: str, stream_id: int | None) -> tuple[str, ...]:
+    """The parts a call's spend counts toward besides the whole day's."""
+    keys = (f"purpose:{purpose}",) if purpose else ()
+    return keys + ((f"stream:{stream_id}",) if stream_id is not None else ())
 
 
 @dataclass
@@ -105,41 +132,80 @@ class DailyBudget:
     on_reached: Reached | None = None
     load_raised: LoadRaised | None = None
     save_raised: SaveRaised | None = None
+    shares: Callable[[], Shares] = Shares  # the console's section, read at every call
+    group_share: GroupShare = _whole
+    seed_parts: SeedParts = _no_parts
     _today_limits: BudgetLimits | None = None  # today's caps when an owner changed them
     _day: date | None = None
     _spent: Spend = field(default_factory=Spend)
-    _reserved: dict[int, tuple[date, Spend]] = field(default_factory=dict)
+    _parts: dict[str, Spend] = field(default_factory=dict)  # today's, by purpose and by chat
+    _reserved: dict[int, tuple[date, Spend, tuple[str, ...]]] = field(default_factory=dict)
     _told: set[date] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _notices: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def reserve(
-        self, worst: Spend, stream_id: int | None = None, *, ambient: bool = False
+        self,
+        worst: Spend,
+        stream_id: int | None = None,
+        *,
+        purpose: str = "",
+        ambient: bool = False,
     ) -> int:
-        """Hold `worst` for a call about to start; raises BudgetReachedError at the cap (for
-        ambient work, at its share of the cap: nobody is told of that)."""
+        """Hold `worst` for a call about to start; raises BudgetReachedError at a cap: the
+        whole day's, its purpose's or its chat's share of it, or for ambient work its share
+        (nobody is told of the shares)."""
+        keys = parts_of(purpose, stream_id)
         async with self._lock:
             day = await self._today()
-            held = sum((s for d, s in self._reserved.values() if d == day), Spend())
-            limits = self.today_limits
-            if not reached(limits, self._spent + held, ambient=ambient):
+            shares, limits = self.shares(), self.today_limits
+            whole = self._spent + self._held(day)
+            checks = [(whole, shares.ambient if ambient else 1.0)]
+            if purpose:
+                checks.append((self._committed(day, keys[0]), shares.of_purpose(purpose)))
+            if stream_id is not None:
+                share = await self.group_share(stream_id)
+                checks.append((self._committed(day, f"stream:{stream_id}"), share))
+            if not any(reached(limits, committed, share) for committed, share in checks):
                 rid = next(self._ids)
-                self._reserved[rid] = (day, worst)
+                self._reserved[rid] = (day, worst, keys)
                 return rid
             refused = BudgetReachedError(day, self._spent, limits)
-            full = reached(limits, self._spent + held)
+            full = reached(limits, whole)
         if full:
             await self._tell(day, stream_id)
         raise refused
 
     def settle(self, rid: int, spent: Spend) -> None:
-        day, _worst = self._reserved.pop(rid, (None, Spend()))
+        day, _worst, keys = self._reserved.pop(rid, (None, Spend(), ()))
         if day is not None and day == self._day:  # an earlier day's call is in the store
             self._spent = self._spent + spent
+            for key in keys:
+                self._parts[key] = self._parts.get(key, Spend()) + spent
 
     def release(self, rid: int) -> None:
         self._reserved.pop(rid, None)
+
+    def cheaper_model(self) -> str | None:
+        """The model to answer first now: the cheaper one, once the day's spending passed
+        its share; None: the usual order."""
+        shares = self.shares()
+        if not shares.cheaper_model or self._day is None:
+            return None
+        committed = self._spent + self._held(self._day)
+        passed = reached(self.today_limits, committed, shares.cheaper_from)
+        return shares.cheaper_model if passed else None
+
+    def _held(self, day: date, key: str | None = None) -> Spend:
+        held = Spend()
+        for held_day, worst, keys in self._reserved.values():
+            if held_day == day and (key is None or key in keys):
+                held = held + worst
+        return held
+
+    def _committed(self, day: date, key: str) -> Spend:
+        return self._parts.get(key, Spend()) + self._held(day, key)
 
     async def today(self) -> tuple[date, Spend]:
         async with self._lock:
@@ -166,10 +232,11 @@ class DailyBudget:
         if day != self._day:
             try:
                 spent = await self.seed(start_of(day))
+                parts = await self.seed_parts(start_of(day))
             except Exception as exc:  # a store hiccup: count from nothing rather than fail
                 logger.opt(exception=exc).error("budget: today's spend not read: {!r}", exc)
-                spent = Spend()
-            self._day, self._spent = day, spent
+                spent, parts = Spend(), {}
+            self._day, self._spent, self._parts = day, spent, dict(parts)
             self._today_limits = await self._raised(day)
         return day
 
@@ -208,6 +275,7 @@ __all__ = [
     "BudgetLimits",
     "BudgetReachedError",
     "DailyBudget",
+    "Shares",
     "Spend",
     "day_of",
     "describe",

@@ -174,6 +174,8 @@ class ModelManager:
         stream: bool | None = None,
     ) -> ChatResult:
         candidates = self.candidates(model_type, model=model, needs_tools=bool(request.tools))
+        if model is None:
+            candidates = self._cheaper_first(candidates)
 
         async def once(spec: ModelSpec) -> RawChat:
             return await chat_once(
@@ -291,7 +293,9 @@ class ModelManager:
         budget = self._deps.budget
         held = None
         if budget is not None:
-            held = await budget.reserve(worst, tag.stream_id, ambient=tag.purpose in AMBIENT)
+            held = await budget.reserve(
+                worst, tag.stream_id, purpose=tag.purpose.value, ambient=tag.purpose in AMBIENT
+            )
         plan = self._plan(candidates)
         try:
             for step in plan.steps():
@@ -312,6 +316,15 @@ class ModelManager:
         finally:
             if budget is not None and held is not None:
                 budget.release(held)  # settled already, or a call that cost nothing
+
+    def _cheaper_first(self, candidates: list[ModelSpec]) -> list[ModelSpec]:
+        """Near the day's cap, the owner's cheaper model answers first (when it can answer
+        this call at all); the others stay behind it for failover."""
+        budget = self._deps.budget
+        cheaper = None if budget is None else budget.cheaper_model()
+        if cheaper is None or cheaper not in [spec.name for spec in candidates]:
+            return candidates
+        return sorted(candidates, key=lambda spec: spec.name != cheaper)
 
     def _timeout_s(self, spec: ModelSpec) -> float:
         return self.catalog.provider(spec.provider).timeout_s

@@ -210,6 +210,26 @@ async def turn_spending(engine: AsyncEngine, turn_id: int) -> tuple[int, float]:
     return int(calls), float(cost)
 
 
+async def spent_by_part(
+    engine: AsyncEngine, since: datetime
+) -> dict[str, tuple[float, int]]:
+    """(cost, tokens) since `since` by purpose ("purpose:<p>") and by chat ("stream:<id>"):
+    where the daily budget's shares start after a restart."""
+    cost = func.coalesce(func.sum(LlmCall.cost), 0.0)
+    tokens = func.coalesce(func.sum(LlmCall.prompt_tokens + LlmCall.completion_tokens), 0)
+    parts: dict[str, tuple[float, int]] = {}
+    async with engine.connect() as conn:
+        for column, prefix in ((LlmCall.purpose, "purpose"), (LlmCall.stream_id, "stream")):
+            query = (
+                select(column, cost, tokens)
+                .where(LlmCall.created_at >= since, column.is_not(None))
+                .group_by(column)
+            )
+            for key, spent, used in (await conn.execute(query)).all():
+                parts[f"{prefix}:{key}"] = (float(spent), int(used))
+    return parts
+
+
 async def spent_since(engine: AsyncEngine, since: datetime) -> tuple[float, int]:
     """(cost, tokens) of every model call since `since`: the daily budget's starting point
     after a restart."""

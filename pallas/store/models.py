@@ -346,3 +346,20 @@ class SettingValues(Base):
     scope_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     values: Mapped[dict[str, Any]] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class SettingChange(Base):
+    """Every change of a settings section, as stored before and after: what was in force at
+    a past moment (the replay of a recorded day under that day's settings)."""
+
+    __tablename__ = "setting_change"
+    __table_args__ = (
+        Index("ix_setting_change_section_scope_id_changed_at", "section", "scope_id", "changed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    section: Mapped[str] = mapped_column(String(32))
+    scope_id: Mapped[str] = mapped_column(String(64))
+    before: Mapped[dict[str, Any]] = mapped_column(JSON)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON)
+    changed_at: Mapped[datetime] = mapped_column(UtcDateTime())

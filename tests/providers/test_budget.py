@@ -12,6 +12,7 @@ from pallas.providers.budget import (
     BudgetLimits,
     BudgetReachedError,
     DailyBudget,
+    Shares,
     Spend,
     day_of,
     reached,
@@ -133,8 +134,8 @@ async def test_work_nobody_waits_for_stops_first_and_is_no_news() -> None:
     await budget.reserve(Spend(0.01, 10))  # an answer still may
     await asyncio.sleep(0)
     assert told == []  # the cap itself is not reached: nobody is told
-    assert reached(BudgetLimits(tokens=1000), Spend(0, 800), ambient=True)
-    assert not reached(BudgetLimits(tokens=1000), Spend(0, 799), ambient=True)
+    assert reached(BudgetLimits(tokens=1000), Spend(0, 800), 0.8)
+    assert not reached(BudgetLimits(tokens=1000), Spend(0, 799), 0.8)
 
 
 async def test_a_store_that_cannot_say_todays_spend_counts_from_nothing() -> None:
@@ -167,3 +168,58 @@ async def test_an_owners_cap_for_today_holds_across_a_restart_and_not_tomorrow()
     clock.now = LATE + timedelta(hours=1)  # the next day: the configured cap again
     await restarted.today()
     assert restarted.today_limits == BudgetLimits(cost=0.02)
+
+
+async def test_a_purposes_share_and_a_groups_share_stop_only_their_own_calls() -> None:
+    told: list[int | None] = []
+
+    async def tell(_day: date, stream: int | None) -> None:
+        told.append(stream)
+
+    async def share(stream_id: int) -> float:
+        return 0.25 if stream_id == 7 else 1.0
+
+    budget = DailyBudget(BudgetLimits(cost=1.0), Clock(LATE), on_reached=tell)
+    budget.shares = lambda: Shares(purposes=(("vision", 0.1),))
+    budget.group_share = share
+    budget.settle(await budget.reserve(Spend(0.01, 1), purpose="vision"), Spend(0.1, 1))
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 1), purpose="vision")  # its 10 % is spent
+    budget.settle(await budget.reserve(Spend(0.01, 1), 7, purpose="decision"), Spend(0.2, 1))
+    held = await budget.reserve(Spend(0.05, 1), 7, purpose="decision")  # 0.2 + 0.05 held
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 1), 7, purpose="decision")  # group 7's quarter
+    budget.release(held)
+    await budget.reserve(Spend(0.01, 1), 8, purpose="decision")  # another group goes on
+    await asyncio.sleep(0)
+    assert told == []  # the day's cap is far: nobody is told of a share
+
+
+async def test_a_restart_reads_the_shares_spent_back() -> None:
+    async def parts(_since: datetime) -> dict[str, Spend]:
+        return {"purpose:extraction": Spend(0.3, 10), "stream:3": Spend(0.5, 10)}
+
+    async def half(_stream_id: int) -> float:
+        return 0.5
+
+    budget = DailyBudget(BudgetLimits(cost=1.0), Clock(LATE), seed_parts=parts)
+    budget.shares = lambda: Shares(purposes=(("extraction", 0.3),))
+    budget.group_share = half
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 1), purpose="extraction")
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 1), 3)
+    await budget.reserve(Spend(0.01, 1), 4, purpose="decision")
+
+
+async def test_the_cheaper_model_answers_first_past_its_share() -> None:
+    budget = DailyBudget(BudgetLimits(tokens=1000), Clock(LATE))
+    budget.shares = lambda: Shares(cheaper_model="mini", cheaper_from=0.9)
+    assert budget.cheaper_model() is None  # no call yet today
+    budget.settle(await budget.reserve(Spend(0, 10)), Spend(0, 899))
+    assert budget.cheaper_model() is None
+    held = await budget.reserve(Spend(0, 1))  # a call in flight counts
+    assert budget.cheaper_model() == "mini"
+    budget.release(held)
+    budget.shares = lambda: Shares(cheaper_from=0.5)  # no cheaper model named
+    assert budget.cheaper_model() is None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
+from pallas.providers.budget import BudgetLimits, DailyBudget, Shares
 from pallas.providers.catalog import ModelType, Pricing
 from pallas.providers.errors import NoModelError
 from pallas.providers.openai_wire import ChatRequest
@@ -168,4 +170,23 @@ async def test_tool_calls_only_go_to_models_that_support_them(
     assert not only_plain.manager.supports_tools(ModelType.CHAT)
     with pytest.raises(NoModelError, match="native tool calling"):
         await only_plain.manager.chat(ChatRequest(HELLO.messages, tools=[REPLY_TOOL]), tag=TAG)
+    await h.manager.close()
+
+
+async def test_near_the_cap_the_cheaper_model_answers_first_over_real_http(
+    model_server: FakeModelServer,
+) -> None:
+    chosen = ((ModelType.CHAT, "big"),)  # the owner's choice, until the cap nears
+    h = harness(catalog(model_server, [model("big"), model("mini")], preferred=chosen))
+    budget = DailyBudget(BudgetLimits(tokens=1000), lambda: datetime(2026, 12, 5, 4, tzinfo=UTC))
+    budget.shares = lambda: Shares(cheaper_model="mini", cheaper_from=0.5)
+    h.manager._deps.budget = budget
+    model_server.script("up-big", Reply("大", usage=Usage(300, 300)))
+    model_server.script("up-mini", Reply("小", usage=Usage(10, 10)))
+    first = await h.manager.chat(HELLO, tag=TAG)
+    assert first.model == "big"  # 600 of 1000 spent: past half
+    second = await h.manager.chat(HELLO, tag=TAG)
+    assert second.model == "mini"
+    named = await h.manager.chat(HELLO, tag=TAG, model="big")  # a call naming its model keeps it
+    assert named.model == "big"
     await h.manager.close()

@@ -21,6 +21,8 @@ from typing import Any, Protocol, get_origin, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from pallas.store.setting_history import SettingHistory
+
 
 class Scope(StrEnum):
     GLOBAL = "global"
@@ -105,8 +107,9 @@ class SettingsError(ValueError):
 
 
 class SettingsRegistry:
-    def __init__(self) -> None:
+    def __init__(self, history: SettingHistory | None = None) -> None:
         self._sections: dict[str, Section] = {}
+        self._history = history  # every change kept with what it replaced (the replay)
 
     def register(self, section: Section) -> None:
         if section.key in self._sections:
@@ -151,6 +154,8 @@ class SettingsRegistry:
         # Only what differs from the defaults is kept: a later change of a default applies.
         differs = {name: value for name, value in checked.items() if value != defaults[name]}
         await section.storage.save(scope_id, differs, now)
+        if self._history is not None and differs != stored:
+            await self._history.record(key, scope_id, dict(stored), differs, now)
         return await self.read(key, scope_id)
 
 

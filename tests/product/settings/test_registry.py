@@ -5,7 +5,7 @@ forms in the model's order, dynamic options are the bot's own; the sections stor
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -40,6 +40,7 @@ from pallas.product.settings.registry import (
 from pallas.product.settings.sections import GATE_TITLES
 from pallas.providers.catalog import Catalog, ModelSpec, ModelType, ProviderSpec
 from pallas.providers.manager import ManagerDeps, ModelManager
+from pallas.store.setting_history import SettingHistory, in_force_at
 from pallas.store.settings_table import SettingsTable
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -288,3 +289,23 @@ async def test_values_stored_under_other_bounds_are_not_applied_at_start(
     registry.register(applied_section("promises", "承诺", table, live, PROMISE_TITLES))
     await registry.restore()
     assert live() == PromiseConfig()
+
+
+async def test_every_change_is_kept_with_what_it_replaced(engine: AsyncEngine) -> None:
+    history = SettingHistory(engine)
+    registry = SettingsRegistry(history)
+    registry.register(delivery_section(SettingsTable(engine), LivePacing(DeliveryPolicy())))
+    await registry.update("delivery", "global", {"account_per_minute": 10}, T0)
+    await registry.update("delivery", "global", {"account_per_minute": 10}, T0)  # no change
+    later = T0 + timedelta(hours=2)
+    await registry.update("delivery", "global", {"account_per_minute": 30}, later)
+    changes = await history.changes("delivery", "global")
+    assert changes == [
+        (T0, {}, {"account_per_minute": 10}),
+        (later, {"account_per_minute": 10}, {"account_per_minute": 30}),
+    ]
+    now = {"account_per_minute": 30}
+    assert in_force_at(changes, T0 - timedelta(days=1), now) == {}  # before the first change
+    assert in_force_at(changes, T0 + timedelta(hours=1), now) == {"account_per_minute": 10}
+    assert in_force_at(changes, later, now) == {"account_per_minute": 30}
+    assert in_force_at([], T0, now) == now  # never changed since: as stored

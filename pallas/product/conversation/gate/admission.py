@@ -23,7 +23,7 @@ from pallas.product.conversation.gate.facts import (
     gate_request,
     read_message,
 )
-from pallas.product.conversation.gate.gate import Disposition, decide_disposition
+from pallas.product.conversation.gate.gate import Disposition, GateRequest, decide_disposition
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.gate.trigger import classify_speak_trigger, lottery_roll
 from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage
@@ -72,7 +72,7 @@ class Admission:
         request = gate_request(asker, facts, activity, policy, now)
         disposition = decide_disposition(request, policy)
         # The audit keeps what the gate saw, e.g. that a forced @ arrived during quiet hours.
-        deps.ledger.record_soon(_gate_event(stored, facts, disposition, asleep=request.asleep))
+        deps.ledger.record_soon(_gate_event(stored, facts, disposition, request, now))
         if disposition.passes:
             deps.turn_buffers.submit(
                 Admitted(stored, facts, disposition), private=msg.stream.kind is StreamKind.PRIVATE
@@ -129,8 +129,14 @@ def _with_poke_count(facts: MessageFacts, pokes: int) -> MessageFacts:
 
 
 def _gate_event(
-    stored: StoredMessage, facts: MessageFacts, disposition: Disposition, *, asleep: bool
+    stored: StoredMessage,
+    facts: MessageFacts,
+    disposition: Disposition,
+    request: GateRequest,
+    now: datetime,
 ) -> LedgerEvent:
+    """The decision and what it was made on: the facts, the moment and whether the bot had
+    just declined to follow up are what a replay of the day needs (docs/cost.md)."""
     trigger = classify_speak_trigger(disposition, facts.opens_with_name)
     return LedgerEvent(
         EventKind.GATE_PASSED if disposition.passes else EventKind.GATE_DROPPED,
@@ -145,6 +151,8 @@ def _gate_event(
             "signals": sorted(disposition.signals),
             "trigger": trigger.value if disposition.passes else None,
             "facts": facts.to_json(),
-            "asleep": asleep,
+            "asleep": request.asleep,
+            "at": now.isoformat(),
+            "declined": request.follow_up_declined,
         },
     )

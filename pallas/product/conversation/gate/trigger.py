@@ -37,6 +37,10 @@ def timeline_size(trigger: SpeakTrigger) -> int:
     return SHORT_TIMELINE if trigger is SpeakTrigger.AMBIENT else FULL_TIMELINE
 
 
+# Fixed, so a replay of a recorded day draws the rolls the gate drew (replay/).
+LOTTERY_SEED = "pallas-ambient"
+
+
 def lottery_roll(seed: str, stream_id: int, message_id: int) -> float:
     """A replayable number in [0, 1): the same message always draws the same roll."""
     digest = hashlib.blake2b(f"{seed}:{stream_id}:{message_id}".encode(), digest_size=8).digest()
