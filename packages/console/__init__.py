@@ -56,6 +56,7 @@ _deps = ConsoleDeps(
     facets=_runtime.extensions.plugged.person_facets,
     person_actions=dict(_runtime.extensions.plugged.person_actions),
     owner_pages=_runtime.extensions.plugged.owner_pages,
+    budget=_runtime.models.budget,
 )
 app.include_router(door_routes(_door))
 app.include_router(build_api(_deps))

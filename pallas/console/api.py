@@ -26,6 +26,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.console.charts import by_day
+from pallas.console.cost_api import cost_routes
 from pallas.console.guard import Door, Visitor, visitor
 from pallas.console.overview import Overview, overview
 from pallas.console.tools_view import SwitchRefused, inventory, switch
@@ -37,6 +38,7 @@ from pallas.product.conversation.ingress import Ingress
 from pallas.product.llm.tools.toolset import ToolSetup
 from pallas.product.ports import OwnerPage, PersonAction, PersonFacet
 from pallas.product.settings.registry import Scope, SettingsError, SettingsRegistry
+from pallas.providers.budget import DailyBudget
 from pallas.providers.catalog import Catalog
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
@@ -69,6 +71,7 @@ class ConsoleDeps:
     facets: Sequence[PersonFacet] = ()
     person_actions: Mapping[str, PersonAction] = field(default_factory=dict)
     owner_pages: Sequence[OwnerPage] = ()  # the features' own pages (`add_owner_page`)
+    budget: DailyBudget | None = None  # the daily cap, when .env sets one (docs/cost.md)
 
 
 def build_api(deps: ConsoleDeps) -> APIRouter:
@@ -80,6 +83,7 @@ def build_api(deps: ConsoleDeps) -> APIRouter:
     _people(router, deps)
     _work(router, deps)
     _settings(router, deps)
+    router.include_router(cost_routes(deps.engine, deps.catalog, deps.budget))
     for feature_routes in deps.routes:
         router.include_router(feature_routes)
     return router

@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pallas.console.api import ConsoleDeps, OptionalRowIdQuery, RowId, check_scope, person_detail
 from pallas.console.auth import COOKIE
+from pallas.console.budget_view import CapsRefused, budget_today, caps_asked
 from pallas.console.charts import by_day, day_bars, day_top, hour_bars, hour_ticks, hour_top
 from pallas.console.forms import FormError, field_value, read_form
 from pallas.console.guard import Visitor, sign_in, visitor
 from pallas.console.overview import Overview, overview
+from pallas.console.replay import ReplayAsked, replay_in_console
 from pallas.console.setup_gaps import first_run, has_chat_model, priced, setup_gaps
 from pallas.console.tools_view import SwitchRefused, inventory, switch
 from pallas.console.words import JOB_KINDS, JOB_STATES, MODEL_TYPES, PURPOSES, chat_key, word
@@ -37,6 +39,8 @@ from pallas.product.conversation.plain_trail import (
     turn_headline,
 )
 from pallas.product.conversation.why import ORIGIN_NAMES
+from pallas.product.replay.render import render
+from pallas.product.replay.run import ReplayError
 from pallas.product.settings.registry import FieldInfo, Scope, SettingsError
 from pallas.store import console_reads
 from pallas.store.audit_trail import explain, trace
@@ -288,16 +292,54 @@ def _work(router: APIRouter, pages: Pages) -> None:
         return RedirectResponse("/pallas/tools", status_code=303)
 
     @router.get("/models")
-    async def models_page(request: Request) -> Response:
+    async def models_page(request: Request, refused: str = "") -> Response:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
         now = deps.clock()
         report = await cost_report(deps.engine, now - WEEK, now)
         days = by_day(await console_reads.call_costs(deps.engine, now - WEEK, now), now, 7)
+        budget = None if deps.budget is None else await budget_today(deps.budget)
         return pages.render(
             "models.html", guest, models=deps.catalog.models, report=report,
             days=days, bars=day_bars(days), top=day_top(days), priced=priced(deps.catalog),
+            budget=budget, refused=refused[:200],
+        )  # fmt: skip
+
+    @router.post("/budget")
+    async def budget_caps(request: Request) -> Response:
+        form = await _form(request)
+        await pages.guest(request, form.get("csrf_token", [""])[0])
+        if deps.budget is None:
+            return RedirectResponse("/pallas/models", status_code=303)
+        cost, tokens = form.get("cost", [""])[0], form.get("tokens", [""])[0]
+        try:
+            await deps.budget.set_today(caps_asked(deps.budget.today_limits, cost, tokens))
+        except CapsRefused as exc:
+            return RedirectResponse(f"/pallas/models?{urlencode({'refused': str(exc)})}", 303)
+        return RedirectResponse("/pallas/models#budget", status_code=303)
+
+    @router.get("/replay")
+    async def replay_page(
+        request: Request,
+        group: str = Query("", max_length=20),
+        day: str = Query("", max_length=10),
+        changes: str = Query("", max_length=2000),
+    ) -> Response:
+        guest = await guest_or_login(pages, request)
+        if isinstance(guest, Response):
+            return guest
+        told, refused = "", ""
+        if group:
+            lines = tuple(line.strip() for line in changes.splitlines() if line.strip())
+            try:
+                asked = ReplayAsked(group, day or None, changes=lines)
+                told = render(await replay_in_console(deps.engine, deps.catalog, asked))
+            except ReplayError as exc:
+                refused = str(exc)
+        return pages.render(
+            "replay.html", guest, group=group, day=day, changes=changes, told=told,
+            refused=refused,
         )  # fmt: skip
 
 

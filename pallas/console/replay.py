@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from pallas.config import Settings
 from pallas.product.replay.recorded import ChatRef, find_group
 from pallas.product.replay.report import PriceOf, ReplayReport
 from pallas.product.replay.run import ReplayError, day_window, run_replay
-from pallas.providers.catalog import Pricing
+from pallas.providers.catalog import Catalog, Pricing
 from pallas.providers.providers_file import load_catalog
 from pallas.store.engine import create_engine
 from pallas.store.migrate import HEAD_REVISION, current_revision
@@ -54,12 +55,7 @@ def prices_of(settings: Settings) -> PriceOf:
         catalog = load_catalog(settings)
     except Exception:  # a broken file: the recorded costs still price the calls
         return lambda name: None
-
-    def price_of(name: str) -> Pricing | None:
-        model = catalog.model(name)
-        return None if model is None else model.pricing
-
-    return price_of
+    return catalog_prices(catalog)
 
 
 async def replay_group(
@@ -89,3 +85,33 @@ async def _one_chat(engine: AsyncEngine, group: str, account: str | None) -> Cha
         accounts = "、".join(c.self_id for c in chats)
         raise ReplayError(f"群 {group} 里有几个机器人（{accounts}）：用 --account 选一个")
     return chats[0]
+
+
+def catalog_prices(catalog: Catalog) -> PriceOf:
+    """Each model's prices in the providers file the bot runs with."""
+
+    def price_of(name: str) -> Pricing | None:
+        model = catalog.model(name)
+        return None if model is None else model.pricing
+
+    return price_of
+
+
+async def replay_in_console(
+    engine: AsyncEngine, catalog: Catalog, asked: ReplayAsked
+) -> ReplayReport:
+    """The console's replay (its page and its API): the bot's own store and prices."""
+    window = window_of(asked.day, asked.since, asked.until)
+    proposed = parse_changes(asked.changes)
+    chat = await _one_chat(engine, asked.group.strip(), asked.account or None)
+    return await run_replay(engine, chat, window, proposed, catalog_prices(catalog))
+
+
+@dataclass(frozen=True)
+class ReplayAsked:
+    group: str
+    day: str | None = None
+    since: str | None = None
+    until: str | None = None
+    account: str | None = None
+    changes: tuple[str, ...] = ()

@@ -14,11 +14,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from playwright.async_api import async_playwright
 
+from pallas.core.local_time import SHANGHAI
 from tests.e2e.test_budget import NapCat, reply
+from tests.e2e.test_console_browser import CHROMIUM, FLAGS
 from tests.support.bot_process import REPO_ROOT, BotProcess, running
-from tests.support.console_api import put_settings
+from tests.support.console_api import put_settings, signed_in_page
 from tests.support.fake_llm import FakeModelServer
 from tests.support.fake_napcat import at, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -50,7 +54,8 @@ async def bot(
     workdir = tmp_path_factory.mktemp("replay")
     providers = workdir / "providers.yml"
     providers.write_text(PROVIDERS.format(url=model.base_url, model=MODEL), encoding="utf-8")
-    env = {"PALLAS_PROVIDERS_FILE": str(providers), "PALLAS_CONSOLE_TOKEN": TOKEN}
+    env = {"PALLAS_PROVIDERS_FILE": str(providers), "PALLAS_CONSOLE_TOKEN": TOKEN,
+           "PALLAS_DAILY_BUDGET": "1"}  # fmt: skip
     async with running(BotProcess(workdir, token=ACCESS_TOKEN, env=env)) as process:
         yield process
 
@@ -141,6 +146,39 @@ async def test_a_recorded_hour_replays_as_decided_and_prices_a_proposal(
     told = replay_text(bot, since, until, "--set", "ambient_probability=1")
     assert "与实际一致：6/6 条" in told and "按提议设置（ambient_probability=1）" in told
     assert "门控的决定是精确重放的；模型部分是估算" in told
+
+
+async def test_the_console_replays_the_day_and_changes_todays_cap(bot: BotProcess) -> None:
+    """After the hour above: the console's replay page and API, and its budget form."""
+    today = datetime.now(SHANGHAI).date().isoformat()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        asked = {"group": str(GROUP), "day": today, "set": "ambient_probability=1"}
+        report = (await http.get("/pallas/api/replay", params=asked)).json()
+        assert report["agreed"] == report["recorded"]["gated"] == 6
+        wrong = await http.get("/pallas/api/replay", params={"group": "1", "day": today})
+        assert wrong.status_code == 400 and "没有群 1 的记录" in wrong.json()["detail"]
+        budget = (await http.get("/pallas/api/budget")).json()
+        assert budget["active"] and budget["cost_cap"] == 1 and budget["cost"] > 0
+        refused = await http.put("/pallas/api/budget", json={"cost": -1})
+        assert refused.status_code == 400
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = await signed_in_page(browser, bot, TOKEN)
+        await page.goto("/pallas/replay")
+        await page.fill("#group", str(GROUP))
+        await page.fill("#day", today)
+        await page.fill("#changes", "max_replies_in_window=5")
+        await page.click("#run-replay")
+        told = await page.inner_text("#replay-report")
+        assert "与实际一致：6/6 条" in told and "按提议设置（max_replies_in_window=5）" in told
+        await page.goto("/pallas/models")
+        assert "上限 1" in await page.inner_text("#budget-today")
+        await page.fill("#budget-cost", "2.5")
+        await page.click("#budget-save")
+        await page.wait_for_url("**/pallas/models*")
+        assert "上限 2.5" in await page.inner_text("#budget-today")
+        await browser.close()
 
 
 def test_a_replay_of_a_group_never_seen_says_so(tmp_path: Path) -> None:

@@ -81,6 +81,16 @@ class _Chat:
             raise ToolError(f"不认识用户 {user_id}")
         return found[user_id]
 
+    async def person_here(self, user_id: str, unknown: str) -> int:
+        """Someone of this chat (a member, or who has spoken in it). Anyone else gets the
+        answer an unknown id gets: what the bot knows of a person never reaches a chat they
+        are not in, not even that it knows them (docs/memory.md, "Who sees what")."""
+        found = await person_ids(self.engine, self.platform, [user_id])
+        person_id = found.get(user_id)
+        if person_id is None or not await known_in_stream(self.engine, self.stream_id, person_id):
+            raise ToolError(unknown)
+        return person_id
+
     async def names(self, ids: Iterable[int | None]) -> dict[int, str]:
         return await names_here(self.engine, self.stream_id, self.platform, ids)
 
@@ -248,7 +258,7 @@ class MemorySearchTool(_MemoryTool):
         people = set(chat.askers)
         about_user_id = str(arguments.get("about_user_id") or "").strip()
         if about_user_id:
-            people.add(await chat.person_id(about_user_id))
+            people.add(await chat.person_here(about_user_id, f"不认识用户 {about_user_id}"))
         scope = RecallScope(chat.stream_id, tuple(sorted(people)), SEARCH_KINDS)
         found = await keyword_recall(chat.engine, [query], scope, SEARCH_LIMIT)
         names = await chat.names(r.record.person_id for r in found)
@@ -274,10 +284,7 @@ class PersonProfileTool(_MemoryTool):
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         user_id = str(arguments["user_id"]).strip()
         chat = await _chat(context)
-        found = await person_ids(chat.engine, chat.platform, [user_id])
-        if user_id not in found:
-            raise ToolError(f"没见过用户 {user_id}，没有关于 TA 的记忆")
-        person_id = found[user_id]
+        person_id = await chat.person_here(user_id, f"没见过用户 {user_id}，没有关于 TA 的记忆")
         consented = person_id in await self._store.consenting([person_id])
         facts = await self._store.entries(
             stream_id=None if consented else chat.stream_id,

@@ -68,8 +68,9 @@ class Chat:
         ming = await speak(writer, MING, "小明", card="明明")
         hong = await speak(writer, HONG, "小红")
         elsewhere = await speak(writer, MING, "小明", room="600")
-        await speak(writer, GANG, "小刚", room="600")
+        gang = await speak(writer, GANG, "小刚", room="600")
         self.room, self.other_room = ming.stream_id, elsewhere.stream_id
+        self.gang = gang.person_id
         self.ming, self.hong = ming.person_id, hong.person_id
         return self
 
@@ -151,6 +152,22 @@ async def test_a_person_shares_their_own_facts_and_takes_it_back(chat: Chat) -> 
 async def test_search_of_an_unknown_person_is_refused(chat: Chat) -> None:
     with pytest.raises(ToolError, match="不认识"):
         await search(chat, "榴莲", MING, about="999")
+
+
+async def test_nothing_about_someone_reaches_a_chat_they_are_not_in(chat: Chat) -> None:
+    """小刚 is only in room 600 and shares his facts across groups: room 500 still hears
+    nothing of him, not even that the bot knows him."""
+    await chat.teach("小刚在深圳上班", chat.gang, room=chat.other_room)
+    await chat.store.grant_consent(chat.gang, NOW)
+    with pytest.raises(ToolError, match="不认识用户"):
+        await search(chat, "深圳", MING, about=GANG)
+    with pytest.raises(ToolError, match="没见过用户"):
+        await PersonProfileTool(chat.store).run({"user_id": GANG}, chat.here(MING))
+    # In room 600, where he is, his facts are there as before.
+    elsewhere = ask(chat.engine, chat.other_room, MING, room="600")
+    output = await MemorySearchTool(chat.store).run({"query": "深圳", "about_user_id": GANG},
+                                                    elsewhere)  # fmt: skip
+    assert [f["text"] for f in output.data] == ["小刚在深圳上班"]
 
 
 # -- profile ------------------------------------------------------------------------------
