@@ -65,12 +65,14 @@ from pallas.product.llm.agent.agent_factory import build_agent_handler, stored_s
 from pallas.product.llm.agent.config import AgentConfig, AgentFile
 from pallas.product.llm.tools.toolset import ToolSetup, build_tools
 from pallas.product.ports import Facts
+from pallas.product.settings.applied import Live
 from pallas.product.settings.core_sections import (
     CoreSectionParts,
     core_registry,
 )
 from pallas.product.settings.delivery_section import LivePacing
 from pallas.product.settings.features import FeatureGate
+from pallas.product.settings.outgoing_section import OutgoingSafety, link_rule_of
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.retention_section import RetentionParts, install_retention
 from pallas.product.spending import tell_owners
@@ -169,6 +171,7 @@ class Delivery:
     dispatcher: OutboxDispatcher
     sender: OutboxDelivery
     pacing: LivePacing  # what the dispatcher reads at every send (the `delivery` section)
+    safety: Live[OutgoingSafety]  # the link rule the screen reads (the `outgoing` section)
 
 
 @dataclass
@@ -364,11 +367,12 @@ def _delivery(
 ) -> Delivery:  # fmt: skip
     outbox, pacing = OutboxStore(engine), LivePacing(kernel.delivery)
     words = load_words(OUTGOING_WORDS_FILE)  # the owner's, beside the built-in lexicon
-    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now,
-                                  screen=OutgoingScreen(words))  # fmt: skip
+    safety = Live(OutgoingSafety())  # the console's link rule
+    screen = OutgoingScreen(words, partial(link_rule_of, safety))
+    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now, screen=screen)
     checked = asset_checker(_assets_folder(settings))
     sender = OutboxDelivery(outbox, dispatcher, utc_now, checked)
-    return Delivery(outbox, dispatcher, sender, pacing)
+    return Delivery(outbox, dispatcher, sender, pacing, safety)
 
 
 def _core_services(
@@ -408,7 +412,7 @@ def _registry(
     """The core's settings sections, and the chat commands that change them."""
     parts = CoreSectionParts(core.engine, conversation.policies, core.character,
                              core.settings_table, core.models, delivery.pacing,
-                             core.bot_names, utc_now)  # fmt: skip
+                             core.bot_names, utc_now, delivery.safety)  # fmt: skip
     registry = core_registry(parts, core.agent_config)
     chat_model = bool(core.models.catalog.of_type(ModelType.CHAT))
     deps = ChatCommandDeps(core.engine, registry, utc_now, chat_model, core.models.budget)

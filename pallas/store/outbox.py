@@ -11,7 +11,7 @@ before the platform is called, so a crash in between is visible at start-up.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -24,7 +24,7 @@ from sqlalchemy.orm import aliased
 from pallas.core.actions import Origin, OutboxKind
 from pallas.core.inbound import StreamKey, StreamKind
 from pallas.store.database import Database
-from pallas.store.models import Message, OutboxItem, Reply, Stream
+from pallas.store.models import Identity, Message, OutboxItem, Reply, Stream
 from pallas.store.origins import spoken
 
 MAX_ERROR_CHARS = 300
@@ -229,6 +229,28 @@ class OutboxStore:
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
         return [_outbox_row(row) for row in rows]
+
+    async def known_user_ids(self, platform: str, candidates: Iterable[str]) -> frozenset[str]:
+        """Which of these numbers are user ids of people the bot has seen (the outgoing screen
+        masks them)."""
+        query = select(Identity.user_id).where(
+            Identity.platform == platform, Identity.user_id.in_(sorted(set(candidates)))
+        )
+        async with self._engine.connect() as conn:
+            return frozenset((await conn.execute(query)).scalars())
+
+    async def asker_ids(self, platform: str, turn_id: int | None) -> frozenset[str]:
+        """The user ids of whoever wrote the messages of this turn: their own numbers are
+        theirs to hear."""
+        if turn_id is None:
+            return frozenset()
+        query = (
+            select(Identity.user_id)
+            .join(Message, Message.sender_person_id == Identity.person_id)
+            .where(Message.turn_id == turn_id, Identity.platform == platform)
+        )
+        async with self._engine.connect() as conn:
+            return frozenset((await conn.execute(query)).scalars())
 
     async def sent_since(self, since: datetime) -> list[OutboxRow]:
         """Rows confirmed sent since `since`, oldest first: an account's last hour survives a

@@ -24,6 +24,7 @@ from pallas.product.settings.budget_section import (
 from pallas.product.settings.delivery_section import LivePacing, delivery_section
 from pallas.product.settings.features import features_section, notices_section
 from pallas.product.settings.models_section import models_section
+from pallas.product.settings.outgoing_section import OutgoingSafety, outgoing_section
 from pallas.product.settings.registry import SettingsRegistry
 from pallas.product.settings.sections import character_section, gate_section
 from pallas.providers.manager import ModelManager
@@ -42,6 +43,7 @@ class CoreSectionParts:
     pacing: LivePacing  # what the dispatcher reads at every send
     nicknames: tuple[str, ...]
     clock: Callable[[], datetime]
+    safety: Live[OutgoingSafety]  # the link rule the outgoing screen reads
 
 
 def core_registry(parts: CoreSectionParts, config: AgentConfig) -> SettingsRegistry:
@@ -55,6 +57,7 @@ def core_registry(parts: CoreSectionParts, config: AgentConfig) -> SettingsRegis
     registry.register(models_section(parts.table, parts.models))
     registry.register(agent_section(parts.table, Live(config)))
     registry.register(delivery_section(parts.table, parts.pacing))
+    registry.register(outgoing_section(parts.table, parts.safety))
     _register_budget(registry, parts)
     seed = stored_seed(config, parts.nicknames)
     registry.register(character_section(parts.character, seed, parts.clock))

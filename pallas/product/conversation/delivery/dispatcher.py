@@ -28,7 +28,7 @@ from pallas.core.actions import (
     SentLookup,
     action_of,
 )
-from pallas.core.inbound import Segment, SegmentKind
+from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.product.conversation.delivery.account_pace import HOUR_MINUTES, outgoing_of
 from pallas.product.conversation.delivery.contract import (
     DeliveryReport,
@@ -56,12 +56,19 @@ from pallas.product.conversation.delivery.payload import (
     payload_text,
     segments_of,
 )
-from pallas.product.conversation.delivery.safety import OutgoingScreen, Screened
+from pallas.product.conversation.delivery.safety import (
+    NOBODY,
+    Numbers,
+    OutgoingScreen,
+    Screened,
+    bare_numbers,
+)
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
 
-Screen = Callable[[dict[str, Any], str | None], Screened]  # a message row's payload, origin
+# A message row's payload, its origin, and whose numbers it may hold.
+Screen = Callable[[dict[str, Any], str | None, Numbers], Screened]
 BUILT_IN_SCREEN = OutgoingScreen()  # the lexicon and the number rules, no owner's words
 IDLE_WAKE_S = 1.0  # a row waiting for a connection or a settlement: look again this often
 # Nothing open: the loop sleeps until a queued row wakes it; this slow look is a safety net.
@@ -261,7 +268,7 @@ class OutboxDispatcher:
         as it is."""
         if row.kind != OutboxKind.MESSAGE:
             return row
-        screened = self._screen(row.payload, row.origin)
+        screened = self._screen(row.payload, row.origin, await self._numbers_in(row))
         if screened.payload is None:
             rule = ",".join(screened.rules)
             await self._settle(row, OutboxStatus.FAILED, now, last_error=f"refused: {rule}")
@@ -274,6 +281,17 @@ class OutboxDispatcher:
         rules = sorted(set(screened.rules))
         self._event(row, EventKind.OUTGOING_REWRITTEN, ",".join(rules), {"rules": rules})
         return replace(row, payload=screened.payload)
+
+    async def _numbers_in(self, row: OutboxRow) -> Numbers:
+        """Whose QQ numbers the row holds, if any could be one: the store is asked only then."""
+        found = bare_numbers(payload_text(row.payload))
+        if not found:
+            return NOBODY
+        platform = row.stream.platform
+        own = await self._store.asker_ids(platform, row.turn_id) | {row.stream.self_id}
+        if row.stream.kind == StreamKind.PRIVATE:
+            own |= {row.stream.external_id}  # a private chat's other side is the asker
+        return Numbers(await self._store.known_user_ids(platform, found), frozenset(own))
 
     async def _send(self, rows: list[OutboxRow]) -> None:
         """Hand rows of different conversations to the platform together; `sending` is

@@ -22,7 +22,7 @@ from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
 from pallas.store.timeline import TimelineWriter
-from tests.support.inbound import group
+from tests.support.inbound import group, message, private
 from tests.support.waiting import TIMEOUT_S
 
 POLICY = DeliveryPolicy(
@@ -572,3 +572,20 @@ async def test_an_accounts_last_hour_survives_a_restart(kit: Kit) -> None:
     await kit.reply("r9", "重启后")
     await drained(kit)
     assert kit.outlet.times[3] - kit.outlet.times[0] >= 1.0 - 0.05  # the window, kept
+
+
+async def test_a_members_qq_number_leaves_masked_but_to_themselves(kit: Kit) -> None:
+    member = "778899001"
+    await kit.timeline.write(message("我是新来的", stream=group("n1"), user_id=member))
+    kit.start()
+    await kit.reply("n1", f"他的号是 {member}，房间号 987654321")
+    delivery = OutboxDelivery(kit.store, kit.dispatcher, kit.clock)  # type: ignore[arg-type]
+    mine = await kit.timeline.write(own_message(private(member), (), "seed-private", T0))
+    sid = mine.stream_id  # type: ignore[union-attr]
+    reply = OutgoingReply(2, sid, private(member), (f"你的号是 {member}",), None, True)
+    await delivery.deliver(reply)
+    await drained(kit)
+    sent = {text for _, text, _ in kit.outlet.sent}
+    assert sent == {"他的号是 [已隐藏]，房间号 987654321", f"你的号是 {member}"}
+    [rewritten] = await kit.events("outgoing_rewritten")
+    assert rewritten.reason == "member_id"

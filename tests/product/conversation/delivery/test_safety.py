@@ -9,10 +9,15 @@ import pytest
 
 from pallas.core.actions import Origin
 from pallas.product.conversation.delivery.safety import (
+    LINK_MASK,
     MASK,
+    LinkRule,
+    Numbers,
     OutgoingScreen,
+    bare_numbers,
     load_words,
     mask_numbers,
+    mask_text,
     screen,
 )
 
@@ -72,3 +77,55 @@ def test_the_owners_words_extend_the_list_and_a_bad_file_adds_nothing(tmp_path: 
     broken.write_bytes(b"\xff\xfe\x00bad")
     assert load_words(broken) == frozenset()
     assert load_words(tmp_path / "missing.txt") == frozenset()
+
+
+PEOPLE = Numbers(known=frozenset({"123456789", "55667788"}), own=frozenset({"55667788"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "masked", "rules"),
+    [
+        ("他是 123456789 吧", f"他是 {MASK} 吧", ["member_id"]),  # a known member, bare
+        ("他是１２３４５６７８９吧", f"他是{MASK}吧", ["member_id"]),
+        ("你的号 55667788 我记得", "你的号 55667788 我记得", []),  # the asker's own
+        ("你QQ号是 55667788", "你QQ号是 55667788", []),
+        ("QQ号是 99990000", f"QQ号是 {MASK}", ["qq_number"]),  # labelled: always, unknown too
+        ("房间 987654321 开了", "房间 987654321 开了", []),  # nobody's id: a number
+    ],
+)
+def test_qq_numbers_of_people_other_than_the_asker_are_masked(
+    text: str, masked: str, rules: list[str]
+) -> None:
+    assert mask_numbers(text, PEOPLE) == (masked, rules)
+
+
+def test_bare_numbers_are_the_candidates_the_store_is_asked_about() -> None:
+    assert bare_numbers("123456789 和 ４５６７８ 和 1234 和 3.14159") == {"123456789", "45678"}
+
+
+@pytest.mark.parametrize(
+    ("text", "masked", "hits"),
+    [
+        ("看 https://evil.example/x?a=1 这个", f"看 {LINK_MASK} 这个", ["link"]),
+        ("看www.evil.example吧", f"看{LINK_MASK}吧", ["link"]),
+        ("B站 https://www.bilibili.com/video/BV1", "B站 https://www.bilibili.com/video/BV1", []),
+        ("https://m.bilibili.com/x，好看", "https://m.bilibili.com/x，好看", []),  # below it
+        ("https://bilibili.com.evil.example", LINK_MASK, ["link"]),  # not below it
+    ],
+)
+def test_the_link_rule_masks_links_but_the_allowed_hosts(
+    text: str, masked: str, hits: list[str]
+) -> None:
+    rule = LinkRule(on=True, allowed=("bilibili.com",))
+    assert mask_text(text, rule) == (masked, hits)
+    assert mask_text(text, LinkRule(on=False)) == (text, [])  # off by default
+
+
+def test_the_screen_reads_the_link_rule_as_it_is_now() -> None:
+    rules = [LinkRule()]
+    own = OutgoingScreen(links=lambda: rules[0])
+    payload = text_payload("去 https://evil.example 看")
+    assert not own(payload, Origin.AGENT_REPLY.value).changed
+    rules[0] = LinkRule(on=True)
+    done = own(payload, Origin.AGENT_REPLY.value)
+    assert done.rules == ("link",) and done.payload["text"] == f"去 {LINK_MASK} 看"
