@@ -34,7 +34,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.config import ConfigError, Settings
 from pallas.product.conversation.commands import Audience, Command, CommandStage
 from pallas.product.conversation.delivery.contract import Sender
-from pallas.product.conversation.delivery.dispatcher import OutboxDispatcher, ReceiptListener
+from pallas.product.conversation.delivery.dispatcher import (
+    OutboxDispatcher,
+    OutgoingCheck,
+    ReceiptListener,
+)
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler
@@ -206,6 +210,11 @@ class Plugs:
     def add_receipt_listener(self, listener: ReceiptListener) -> None:
         """Told of each outbox row once it is known sent (a sticker's uses)."""
         self._targets.dispatcher.on_receipt(listener)
+
+    def add_outgoing_check(self, check: OutgoingCheck) -> None:
+        """Check every message before it leaves, after the built-in screen: refuse it or
+        rewrite it, naming the rule (audited as outgoing_blocked / outgoing_rewritten)."""
+        self._targets.dispatcher.add_check(check)
 
     def add_silence_policy(self, policy: SilencePolicy) -> None:
         """Who the silence stage keeps quiet about (stored, flagged, nothing else sees it)."""

@@ -145,7 +145,8 @@ FEATURE_SECTIONS = {
     "persona": {"rage", "follow_up", "promises"},
 }
 CORE_SECTIONS = {
-    "gate", "agent", "delivery", "features", "notices", "character", "retention", "models"
+    "gate", "agent", "delivery", "features", "notices", "character", "retention", "models",
+    "outgoing", "budget", "group_budget",
 }
 MODEL = "seam-chat"
 

@@ -86,7 +86,11 @@ def _idle(db: TimelineDb) -> bool:
     ended = _count(db, "SELECT count(*) FROM event WHERE kind = 'turn_finished'")
     buffered = _count(db, "SELECT count(*) FROM event WHERE kind = 'gate_passed'")
     taken = _count(db, "SELECT count(*) FROM message WHERE turn_id IS NOT NULL AND from_bot = 0")
-    return started == ended and buffered <= taken
+    # The reply sent and its echo stored: the next line sees the bot has spoken.
+    queued = _count(db, "SELECT count(*) FROM outbox WHERE status IN ('pending', 'sending')")
+    sent = _count(db, "SELECT count(*) FROM outbox WHERE status = 'sent'")
+    echoed = _count(db, "SELECT count(*) FROM message WHERE from_bot = 1")
+    return started == ended and buffered <= taken and queued == 0 and echoed >= sent
 
 
 def replay_text(bot: BotProcess, since: datetime, until: datetime, *args: str) -> str:

@@ -69,6 +69,8 @@ from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, Ou
 
 # A message row's payload, its origin, and whose numbers it may hold.
 Screen = Callable[[dict[str, Any], str | None, Numbers], Screened]
+# A feature's own check of what leaves (the seam's `add_outgoing_check`), after the screen.
+OutgoingCheck = Callable[[dict[str, Any], str | None], Screened]
 BUILT_IN_SCREEN = OutgoingScreen()  # the lexicon and the number rules, no owner's words
 IDLE_WAKE_S = 1.0  # a row waiting for a connection or a settlement: look again this often
 # Nothing open: the loop sleeps until a queued row wakes it; this slow look is a safety net.
@@ -103,6 +105,7 @@ class OutboxDispatcher:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._receipt_listeners: list[ReceiptListener] = []
+        self._checks: list[OutgoingCheck] = []
         self.in_flight = InFlight()  # the ingress asks it which part of the bot an echo is
 
     @property
@@ -115,6 +118,11 @@ class OutboxDispatcher:
         sent: a sticker's uses). A crash between the commit and the call loses the count,
         never doubles it."""
         self._receipt_listeners.append(listener)
+
+    def add_check(self, check: OutgoingCheck) -> None:
+        """Check every message row after the built-in screen: refuse it (payload None) or
+        rewrite it, naming the rule for the audit (docs/delivery.md, "Outgoing safety")."""
+        self._checks.append(check)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="outbox dispatcher")
@@ -268,7 +276,7 @@ class OutboxDispatcher:
         as it is."""
         if row.kind != OutboxKind.MESSAGE:
             return row
-        screened = self._screen(row.payload, row.origin, await self._numbers_in(row))
+        screened = await self._screen_all(row)
         if screened.payload is None:
             rule = ",".join(screened.rules)
             await self._settle(row, OutboxStatus.FAILED, now, last_error=f"refused: {rule}")
@@ -281,6 +289,20 @@ class OutboxDispatcher:
         rules = sorted(set(screened.rules))
         self._event(row, EventKind.OUTGOING_REWRITTEN, ",".join(rules), {"rules": rules})
         return replace(row, payload=screened.payload)
+
+    async def _screen_all(self, row: OutboxRow) -> Screened:
+        """The built-in screen, then the features' checks, each on what the last left."""
+        screened = self._screen(row.payload, row.origin, await self._numbers_in(row))
+        for check in self._checks:
+            if screened.payload is None:
+                break
+            try:
+                more = check(screened.payload, row.origin)
+            except Exception as exc:  # a broken check must not stop the outbox: it refuses
+                logger.opt(exception=exc).error("outbox: an outgoing check raised {!r}", exc)
+                more = Screened(None, ("check_failed",))
+            screened = Screened(more.payload, screened.rules + more.rules)
+        return screened
 
     async def _numbers_in(self, row: OutboxRow) -> Numbers:
         """Whose QQ numbers the row holds, if any could be one: the store is asked only then."""

@@ -7,6 +7,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
@@ -18,6 +19,7 @@ from pallas.platform.onebot.send import own_message
 from pallas.product.conversation.delivery.contract import OutgoingReply
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy, PolicyReader
+from pallas.product.conversation.delivery.safety import Screened
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, Message, OutboxItem, Reply
 from pallas.store.outbox import NewItem, OutboxStatus, OutboxStore
@@ -589,3 +591,32 @@ async def test_a_members_qq_number_leaves_masked_but_to_themselves(kit: Kit) -> 
     assert sent == {"他的号是 [已隐藏]，房间号 987654321", f"你的号是 {member}"}
     [rewritten] = await kit.events("outgoing_rewritten")
     assert rewritten.reason == "member_id"
+
+
+def no_group_ads(payload: dict[str, Any], _origin: str | None) -> Screened:
+    """A feature's check: refuses invitations to other groups, marks the rest as seen."""
+    if "加群" in payload["text"]:
+        return Screened(None, ("ad",))
+    return Screened({**payload, "text": payload["text"]})
+
+
+def broken(_payload: dict[str, Any], _origin: str | None) -> Screened:
+    raise RuntimeError("a check with a bug")
+
+
+async def test_a_features_check_refuses_after_the_screen_and_a_broken_one_refuses_too(
+    kit: Kit,
+) -> None:
+    dispatcher = kit.start()
+    dispatcher.add_check(no_group_ads)
+    await kit.reply("c1", "欢迎加群 12345", direct=True)
+    await kit.reply("c2", "今天天气不错", direct=True)
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["今天天气不错"]
+    [blocked] = await kit.events("outgoing_blocked")
+    assert blocked.reason == "ad"
+    dispatcher.add_check(broken)
+    await kit.reply("c3", "这句会被拦下", direct=True)
+    await drained(kit)
+    assert [text for _, text, _ in kit.outlet.sent] == ["今天天气不错"]
+    assert [e.reason for e in await kit.events("outgoing_blocked")] == ["ad", "check_failed"]
