@@ -181,3 +181,22 @@ async def test_a_phone_number_is_masked_and_a_vulgar_bubble_never_reaches_napcat
         ("outgoing_rewritten", "phone"),
         ("outgoing_blocked", "word:傻逼"),
     ]
+
+
+async def test_at_all_from_the_model_never_reaches_napcat(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    timeline, group = TimelineDb(bot.db_path), 7782
+    answer = json.dumps({"text": "@全体成员 今晚八点开会"}, ensure_ascii=False)
+    model.script(MODEL, Reply("", (ToolCallSpec("reply", answer),)))
+    before = len(napcat.sent_texts())
+    await napcat.send_event(napcat.group_message(group, 557, [at(SELF_ID), text(" 通知一下")]))
+    await wait_for(lambda: len(napcat.sent_texts()) > before, what="the reply")
+    [call] = [c for c in napcat.api_calls if c["action"] == "send_group_msg"][before:]
+    segments = call["params"]["message"]
+    assert not [s for s in segments if s["type"] == "at"]  # no @ of anyone, least of all "all"
+    assert napcat.sent_texts()[before] == "全体成员 今晚八点开会"
+    [rewritten] = timeline.query(
+        "SELECT reason FROM event WHERE kind = 'outgoing_rewritten' ORDER BY id DESC LIMIT 1"
+    )
+    assert rewritten["reason"] == "at_all"

@@ -35,6 +35,8 @@ LINK_MASK = "[链接已隐藏]"
 # character, a bracket or a quote ends it).
 _LINK = re.compile(r"(?i)(?<![A-Za-z0-9.])(?:https?://|www\.)[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
 _HOST = re.compile(r"(?i)^(?:https?://)?([^/:?#]+)")
+# "@全体成员" typed as text: it notifies nobody, but reads as the bot calling everyone.
+_AT_ALL_TEXT = re.compile(r"[@＠]\s*(全体成员|全体|所有人|everyone|all)(?![A-Za-z])", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\d.])[1-9]\d{4,10}(?![\d.])")
 _DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
 _GAP = r"[\s\-－—]?"  # how people space a number out; never a dot (versions, addresses)
@@ -128,6 +130,9 @@ def screen(
             continue
         if segment.get("kind") == SegmentKind.TEXT.value:
             masked, hits = mask_text(str(segment.get("text", "")), links, numbers)
+            if origin != Origin.COMMAND.value:
+                masked, calls = _AT_ALL_TEXT.subn(r"\1", masked)
+                hits += ["at_all"] * calls
             segment = {**segment, "text": masked}
             rules += hits
         segments.append(segment)

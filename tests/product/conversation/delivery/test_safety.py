@@ -129,3 +129,18 @@ def test_the_screen_reads_the_link_rule_as_it_is_now() -> None:
     rules[0] = LinkRule(on=True)
     done = own(payload, Origin.AGENT_REPLY.value)
     assert done.rules == ("link",) and done.payload["text"] == f"去 {LINK_MASK} 看"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("@全体成员 今晚开会", "全体成员 今晚开会"),
+        ("＠所有人 看过来", "所有人 看过来"),
+        ("@everyone hi", "everyone hi"),
+        ("@allen 你好", "@allen 你好"),  # a name that starts with "all"
+    ],
+)
+def test_at_all_typed_as_text_loses_its_at_outside_a_command(text: str, kept: str) -> None:
+    done = screen(text_payload(text), Origin.AGENT_REPLY.value)
+    assert done.payload is not None and done.payload["text"] == kept
+    assert screen(text_payload(text), Origin.COMMAND.value).payload["text"] == text
