@@ -19,7 +19,7 @@ import pytest
 from playwright.async_api import async_playwright
 
 from pallas.core.local_time import SHANGHAI
-from tests.e2e.test_budget import NapCat, reply
+from tests.e2e.test_budget import MODEL, PROVIDERS, NapCat, reply
 from tests.e2e.test_console_browser import CHROMIUM, FLAGS
 from tests.support.bot_process import REPO_ROOT, BotProcess, running
 from tests.support.console_api import put_settings, signed_in_page
@@ -29,16 +29,7 @@ from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID, MEMBER, OTHER, GROUP = 46_301, 8401, 8402, 7401
-MODEL = "e2e-priced"
 TOKEN = "replay-console-token"
-PROVIDERS = """
-providers:
-  - name: local
-    base_url: {url}
-    api_key: sk-e2e
-    models:
-      - {{name: {model}, model: {model}, types: [chat, tool], price: {{input: 1000, output: 1000}}}}
-"""
 
 
 @pytest.fixture(scope="module")
