@@ -3,6 +3,7 @@ the same numbers as `/预算`, and the same way to change today's caps."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from pallas.providers.budget import BudgetLimits, DailyBudget
@@ -42,6 +43,8 @@ def caps_asked(current: BudgetLimits, cost: str | None, tokens: str | None) -> B
             wanted = replace(wanted, tokens=int(str(tokens)))
     except ValueError:
         raise CapsRefused("上限要填数字") from None
+    if wanted.cost is not None and not math.isfinite(wanted.cost):
+        raise CapsRefused("上限要填数字")  # "nan" or "inf" would turn the cap off unseen
     if (wanted.cost or 0) < 0 or (wanted.tokens or 0) < 0:
         raise CapsRefused("上限不能是负数")
     return wanted

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.config import Settings
 from pallas.product.replay.recorded import ChatRef, find_group
 from pallas.product.replay.report import PriceOf, ReplayReport
-from pallas.product.replay.run import ReplayError, day_window, run_replay
+from pallas.product.replay.run import ReplayError, checked_window, day_window, run_replay
 from pallas.providers.catalog import Catalog, Pricing
 from pallas.providers.providers_file import load_catalog
 from pallas.store.engine import create_engine
@@ -44,9 +44,7 @@ def window_of(day: str | None, since: str | None, until: str | None) -> tuple[da
         start, end = datetime.fromisoformat(since), datetime.fromisoformat(until)
     except ValueError:
         raise ReplayError("时间看不懂：要写成 2026-12-05T08:00+08:00 这样") from None
-    if start.tzinfo is None or end.tzinfo is None or end <= start:
-        raise ReplayError("时间要带时区，而且结束要晚于开始")
-    return start, end
+    return checked_window(start, end)
 
 
 def prices_of(settings: Settings) -> PriceOf:

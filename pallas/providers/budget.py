@@ -56,10 +56,12 @@ class Shares:
     ambient: float = 0.8
     cheaper_from: float = 0.9  # from this share on, `cheaper_model` answers first
     cheaper_model: str = ""
-    purposes: tuple[tuple[str, float], ...] = ()  # a purpose's most, as a share of the caps
+    # Purposes that share one most, as a share of the caps (a turn's decision, reply and tool
+    # calls together, say): (the purposes, the share).
+    purposes: tuple[tuple[tuple[str, ...], float], ...] = ()
 
-    def of_purpose(self, purpose: str) -> float:
-        return dict(self.purposes).get(purpose, 1.0)
+    def limits_of(self, purpose: str) -> list[tuple[tuple[str, ...], float]]:
+        return [(group, share) for group, share in self.purposes if purpose in group]
 
 
 class BudgetReachedError(ProviderError):
@@ -162,8 +164,8 @@ class DailyBudget:
             shares, limits = self.shares(), self.today_limits
             whole = self._spent + self._held(day)
             checks = [(whole, shares.ambient if ambient else 1.0)]
-            if purpose:
-                checks.append((self._committed(day, keys[0]), shares.of_purpose(purpose)))
+            for group, share in shares.limits_of(purpose):
+                checks.append((self._committed(day, *(f"purpose:{p}" for p in group)), share))
             if stream_id is not None:
                 share = await self.group_share(stream_id)
                 checks.append((self._committed(day, f"stream:{stream_id}"), share))
@@ -191,21 +193,23 @@ class DailyBudget:
         """The model to answer first now: the cheaper one, once the day's spending passed
         its share; None: the usual order."""
         shares = self.shares()
-        if not shares.cheaper_model or self._day is None:
-            return None
+        if not shares.cheaper_model or self._day != day_of(self.clock()):
+            return None  # nothing yet today: yesterday's spending decides nothing
         committed = self._spent + self._held(self._day)
         passed = reached(self.today_limits, committed, shares.cheaper_from)
         return shares.cheaper_model if passed else None
 
-    def _held(self, day: date, key: str | None = None) -> Spend:
+    def _held(self, day: date, *wanted: str) -> Spend:
+        """Held today, by every call or (with `wanted`) by calls counting toward any of them."""
         held = Spend()
         for held_day, worst, keys in self._reserved.values():
-            if held_day == day and (key is None or key in keys):
+            if held_day == day and (not wanted or any(key in keys for key in wanted)):
                 held = held + worst
         return held
 
-    def _committed(self, day: date, key: str) -> Spend:
-        return self._parts.get(key, Spend()) + self._held(day, key)
+    def _committed(self, day: date, *keys: str) -> Spend:
+        spent = sum((self._parts.get(key, Spend()) for key in keys), Spend())
+        return spent + self._held(day, *keys)
 
     async def today(self) -> tuple[date, Spend]:
         async with self._lock:

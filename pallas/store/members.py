@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import GroupNotice, InboundMessage, NoticeKind, StreamKey, StreamKind
-from pallas.store.models import Member, Stream
+from pallas.store.models import Member, Message, Stream
 from pallas.store.sql import BoundedCache, upsert
 
 _NAME_CHARS = 128
@@ -176,3 +176,19 @@ async def temp_chat_group(engine: AsyncEngine, stream: StreamKey) -> str | None:
     )
     async with engine.connect() as conn:
         return (await conn.execute(query)).scalar_one_or_none()
+
+
+async def known_in_stream(engine: AsyncEngine, stream_id: int, person_id: int) -> bool:
+    """A member of this chat, or someone who has spoken in it."""
+    member = select(Member.person_id).where(
+        Member.stream_id == stream_id, Member.person_id == person_id
+    )
+    spoke = (
+        select(Message.id)
+        .where(Message.stream_id == stream_id, Message.sender_person_id == person_id)
+        .limit(1)
+    )
+    async with engine.connect() as conn:
+        if await conn.scalar(member) is not None:
+            return True
+        return await conn.scalar(spoke) is not None

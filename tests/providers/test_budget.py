@@ -180,7 +180,7 @@ async def test_a_purposes_share_and_a_groups_share_stop_only_their_own_calls() -
         return 0.25 if stream_id == 7 else 1.0
 
     budget = DailyBudget(BudgetLimits(cost=1.0), Clock(LATE), on_reached=tell)
-    budget.shares = lambda: Shares(purposes=(("vision", 0.1),))
+    budget.shares = lambda: Shares(purposes=((("vision",), 0.1), (("decision", "reply"), 0.5)))
     budget.group_share = share
     budget.settle(await budget.reserve(Spend(0.01, 1), purpose="vision"), Spend(0.1, 1))
     with pytest.raises(BudgetReachedError):
@@ -191,6 +191,10 @@ async def test_a_purposes_share_and_a_groups_share_stop_only_their_own_calls() -
         await budget.reserve(Spend(0.01, 1), 7, purpose="decision")  # group 7's quarter
     budget.release(held)
     await budget.reserve(Spend(0.01, 1), 8, purpose="decision")  # another group goes on
+    # A turn's decision and reply share one half: the reply's spend counts for the decision.
+    budget.settle(await budget.reserve(Spend(0.01, 1), purpose="reply"), Spend(0.3, 1))
+    with pytest.raises(BudgetReachedError):
+        await budget.reserve(Spend(0.01, 1), 9, purpose="decision")  # 0.2 + 0.01 + 0.3
     await asyncio.sleep(0)
     assert told == []  # the day's cap is far: nobody is told of a share
 
@@ -203,7 +207,7 @@ async def test_a_restart_reads_the_shares_spent_back() -> None:
         return 0.5
 
     budget = DailyBudget(BudgetLimits(cost=1.0), Clock(LATE), seed_parts=parts)
-    budget.shares = lambda: Shares(purposes=(("extraction", 0.3),))
+    budget.shares = lambda: Shares(purposes=((("extraction",), 0.3),))
     budget.group_share = half
     with pytest.raises(BudgetReachedError):
         await budget.reserve(Spend(0.01, 1), purpose="extraction")

@@ -3,6 +3,7 @@ from the chat (docs/cost.md). Tomorrow the caps of `.env` hold again."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from pallas.product.conversation.commands import CommandCall
@@ -44,7 +45,7 @@ def today_caps(current: BudgetLimits, words: list[str]) -> BudgetLimits | None:
             return replace(current, tokens=tokens) if tokens >= 0 else None
         if len(words) == 1:
             cost = float(words[0])
-            return replace(current, cost=cost) if cost >= 0 else None
+            return replace(current, cost=cost) if math.isfinite(cost) and cost >= 0 else None
     except ValueError:
         return None
     return None

@@ -33,7 +33,8 @@ from pallas.product.memory.recall_reads import RecallScope, keyword_recall
 from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
 from pallas.product.memory.teachers import chat_people
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
-from pallas.store.models import Identity, Member, Message
+from pallas.store.members import known_in_stream
+from pallas.store.models import Identity, Member
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 SEARCH_LIMIT = 10
@@ -166,22 +167,6 @@ async def names_here(
                 int(row.person_id), row.card or row.nickname or f"用户{row.user_id[-4:]}"
             )
     return {i: names.get(i, "用户") for i in wanted}
-
-
-async def known_in_stream(engine: AsyncEngine, stream_id: int, person_id: int) -> bool:
-    """A member of this chat, or someone who has spoken in it."""
-    member = select(Member.person_id).where(
-        Member.stream_id == stream_id, Member.person_id == person_id
-    )
-    spoke = (
-        select(Message.id)
-        .where(Message.stream_id == stream_id, Message.sender_person_id == person_id)
-        .limit(1)
-    )
-    async with engine.connect() as conn:
-        if await conn.scalar(member) is not None:
-            return True
-        return await conn.scalar(spoke) is not None
 
 
 def named(names: Mapping[int, str], person_id: int | None) -> str:
@@ -385,10 +370,7 @@ class MemoryCorrectTool(_MemoryTool):
     async def _target(self, chat: _Chat, user_id: str) -> int | None:
         if not user_id:
             return None
-        target = await chat.person_id(user_id)
-        if not await known_in_stream(chat.engine, chat.stream_id, target):
-            raise ToolError(f"用户 {user_id} 不在这个会话里")
-        return target
+        return await chat.person_here(user_id, f"不认识用户 {user_id}")
 
 
 async def _check_text(

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.inbound import StreamKind
 from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.commands import CommandCall
 from pallas.product.persona.favor import tier_of
@@ -22,6 +23,7 @@ from pallas.product.persona.notify import PRIVATE_CHAT
 from pallas.product.persona.promise_store import PromiseState, PromiseStore
 from pallas.product.persona.store import PersonaStore, person_of
 from pallas.store.conversation import chat_of
+from pallas.store.members import known_in_stream
 
 
 class _PersonaCommand:
@@ -87,6 +89,10 @@ class FavorCommand(_PersonaCommand):
         person_id = await person_of(self._engine, stream.platform, user) if user else None
         if person_id is None:
             return "用法：/好感 <QQ>（要是我见过的人）"
+        in_group = stream.kind is StreamKind.GROUP
+        if in_group and not await known_in_stream(self._engine, call.stored.stream_id, person_id):
+            # What the bot knows of someone never reaches a chat they are not in.
+            return "TA 不在这个群里：私聊我再看。"
         score, _ = await self._store.favorability(stream.self_id, person_id)
         notes = await self._store.notes(stream.self_id, [person_id])
         lines = [f"{user}：好感 {score:.0f}（{tier_of(score).value}）"]

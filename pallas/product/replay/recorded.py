@@ -5,7 +5,7 @@ the gate settings in force at each moment (from the settings' change history).""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -23,6 +23,7 @@ from pallas.store.models import Event, LlmCall, Message, Stream
 from pallas.store.setting_history import SettingHistory, in_force_at
 
 GATE_EVENTS = (EventKind.GATE_PASSED.value, EventKind.GATE_DROPPED.value)
+LATE_EVENT = timedelta(minutes=5)  # a decision is recorded in batches, a little after it
 
 
 @dataclass(frozen=True)
@@ -74,18 +75,25 @@ async def read_chat(
         Event.stream_id == chat.stream_id,
         Event.kind.in_(GATE_EVENTS),
         Event.created_at >= warm,
+        Event.created_at < until + LATE_EVENT,
         Event.message_id.is_not(None),
     )
     async with engine.connect() as conn:
         rows = (await conn.execute(messages.order_by(Message.id))).all()
-        gated = {mid: payload for mid, payload in (await conn.execute(events)).all()}
+        # The ingress decision only: the batch gate, a full buffer or a restart may record
+        # another gate event for the same message later.
+        gated = {
+            mid: payload
+            for mid, payload in (await conn.execute(events)).all()
+            if (payload or {}).get("stage", "ingress") == "ingress"
+        }
     turns = await kernel_state.ambient_passes(engine, chat.stream_id, warm)
     lines = tuple(_line(row, gated.get(row.id), since) for row in rows)
     return RecordedChat(chat.stream_id, chat.kind, lines, tuple(t for t in turns if t < until))
 
 
 def _line(row: Any, payload: dict[str, Any] | None, since: datetime) -> Line:
-    if row.from_bot or payload is None or payload.get("stage", "ingress") != "ingress":
+    if row.from_bot or payload is None:
         recorded = None
         at = row.stored_at
     else:

@@ -25,13 +25,30 @@ class ReplayError(ValueError):
     """A replay that cannot run as asked; the message says why (Chinese, for the owner)."""
 
 
+MAX_WINDOW = timedelta(days=7)  # a replay reads the whole window at once
+EARLIEST = datetime(2000, 1, 1, tzinfo=SHANGHAI)
+LATEST = datetime(2100, 1, 1, tzinfo=SHANGHAI)
+
+
 def day_window(day: str) -> tuple[datetime, datetime]:
     """A calendar day in the bot's time zone (Asia/Shanghai), as a window."""
     try:
         start = datetime.fromisoformat(day).replace(tzinfo=SHANGHAI)
     except ValueError:
         raise ReplayError(f"日期看不懂：{day}（要写成 2026-12-05 这样）") from None
-    return start, start + timedelta(days=1)
+    if not EARLIEST <= start < LATEST:
+        raise ReplayError("时间要在 2000 年到 2100 年之间")
+    return checked_window(start, start + timedelta(days=1))
+
+
+def checked_window(since: datetime, until: datetime) -> tuple[datetime, datetime]:
+    if since.tzinfo is None or until.tzinfo is None or until <= since:
+        raise ReplayError("时间要带时区，而且结束要晚于开始")
+    if since < EARLIEST or until > LATEST:
+        raise ReplayError("时间要在 2000 年到 2100 年之间")
+    if until - since > MAX_WINDOW:
+        raise ReplayError("一次最多重放 7 天")
+    return since, until
 
 
 def checked_proposal(defaults: GatePolicy, proposed: dict[str, Any]) -> dict[str, Any]:

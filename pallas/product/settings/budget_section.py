@@ -47,9 +47,8 @@ class GroupBudget(BaseModel):
 
 def shares_of(knobs: BudgetShares) -> Shares:
     purposes = tuple(
-        (purpose, getattr(knobs, name) / 100)
+        (covered, getattr(knobs, name) / 100)
         for name, covered in PURPOSE_FIELDS.items()
-        for purpose in covered
         if getattr(knobs, name) < 100
     )
     return Shares(

@@ -35,7 +35,7 @@ class Pacing(BaseModel):
     max_waiting_unsolicited: int = Field(default=2, ge=1, le=10)
     account_per_minute: int = Field(default=20, ge=0, le=120)
     account_per_hour: int = Field(default=300, ge=0, le=3000)
-    same_text_hold_s: float = Field(default=600.0, ge=0, le=3600)
+    same_text_hold_s: float = Field(default=120.0, ge=0, le=3600)
     same_text_min_chars: int = Field(default=8, ge=1, le=500)
     new_group_hours: float = Field(default=24.0, ge=0, le=720)
     new_group_per_hour: int = Field(default=20, ge=0, le=600)

@@ -214,8 +214,8 @@ async def test_the_subject_corrects_the_content(chat: Chat) -> None:
 async def test_the_subject_moves_a_fact_onto_someone_else(chat: Chat) -> None:
     entry = await chat.teach("喜欢吃榴莲", chat.ming)
     tool = MemoryCorrectTool(chat.store)
-    # Gang is known only in room 600: not someone this chat knows.
-    with pytest.raises(ToolError, match="不在这个会话"):
+    # Gang is known only in room 600: answered as unknown, not even that he exists elsewhere.
+    with pytest.raises(ToolError, match="不认识用户"):
         await tool.run({"memory_id": entry, "about_user_id": GANG}, chat.here(MING))
 
     output = await tool.run({"memory_id": entry, "about_user_id": HONG}, chat.here(MING))

@@ -39,9 +39,9 @@ class Kit:
         assert isinstance(written, MessageWritten)
         return StoredMessage(written.message_id, written.stream_id, written.person_id, inbound)
 
-    async def run(self, text: str) -> str:
-        """An owner's command, typed in their private chat with the bot."""
-        stored = await self.write(text, user=OWNER, stream=private(OWNER))
+    async def run(self, text: str, where: StreamKey | None = None) -> str:
+        """An owner's command, typed in their private chat with the bot (or in `where`)."""
+        stored = await self.write(text, user=OWNER, stream=where or private(OWNER))
         commands = {
             c.name: c
             for c in (
@@ -127,3 +127,12 @@ async def test_reading_and_teaching_notes(kit: Kit) -> None:
         f"#{first} 希望被叫作阿明（TA自己说的）",
         f"#{second} 是群主的 弟弟（你教的）",
     ]
+
+
+async def test_notes_about_someone_are_not_read_out_in_a_group_they_are_not_in(kit: Kit) -> None:
+    who = await kit.write("你好", user="42", stream=group("500"))
+    await kit.store.add_note(BOT_ID, who.sender_person_id, "是群主的弟弟", "owner", T0)
+    await kit.write("大家好", user="43", stream=group("600"))
+    assert await kit.run("/好感 42", group("600")) == "TA 不在这个群里：私聊我再看。"
+    assert "是群主的弟弟" in await kit.run("/好感 42", group("500"))  # where TA is
+    assert "是群主的弟弟" in await kit.run("/好感 42")  # the owner's private chat

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
+from pallas.console.replay import parse_changes, window_of
 from pallas.core.inbound import StreamKind
 from pallas.product.conversation.gate.facts import MessageFacts
 from pallas.product.conversation.gate.policy import GatePolicy
@@ -16,6 +19,7 @@ from pallas.product.replay.gate_replay import (
     replay,
     replayed_tally,
 )
+from pallas.product.replay.run import ReplayError, checked_proposal
 
 T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 PLAIN = MessageFacts()
@@ -48,3 +52,33 @@ def test_pokes_are_counted_under_the_replayed_window() -> None:
     assert reasons[:2] == ["attention", "attention"] and reasons[2:] == ["poke_flood"] * 3
     tally = replayed_tally(replay(chat, lambda _at: tight, "s", recorded_ambient=True))
     assert (tally.gated, tally.called, tally.dropped) == (5, 2, {"poke_flood": 3})
+
+
+@pytest.mark.parametrize(
+    ("day", "since", "until", "said"),
+    [
+        ("x", None, None, "日期看不懂"),
+        ("9999-12-31", None, None, "2000 年到 2100 年"),
+        (None, "2026-12-01T00:00+08:00", None, "--since 和 --until"),
+        (None, "2026-12-01T00:00", "2026-12-02T00:00+08:00", "带时区"),
+        (None, "2026-12-02T00:00+08:00", "2026-12-01T00:00+08:00", "结束要晚于开始"),
+        (None, "2026-12-01T00:00+08:00", "2026-12-20T00:00+08:00", "最多重放 7 天"),
+    ],
+)
+def test_a_window_that_cannot_be_replayed_says_why(
+    day: str | None, since: str | None, until: str | None, said: str
+) -> None:
+    with pytest.raises(ReplayError, match=said):
+        window_of(day, since, until)
+
+
+def test_proposed_settings_are_read_as_json_when_they_parse() -> None:
+    assert parse_changes(["ambient_probability=0.1", 'quiet_hours=["00:30-08:00"]', "x=文字"]) == {
+        "ambient_probability": 0.1,
+        "quiet_hours": ["00:30-08:00"],
+        "x": "文字",
+    }
+    with pytest.raises(ReplayError, match="名字=值"):
+        parse_changes(["ambient_probability"])
+    with pytest.raises(ReplayError, match="没有这样的设置"):
+        checked_proposal(GatePolicy(), {"x": 1})

@@ -58,7 +58,8 @@ class AccountPace:
     limits: Callable[[], AccountLimits]
     sends: dict[str, deque[float]] = field(default_factory=dict)  # per account, the last hour
     group_sends: dict[int, deque[float]] = field(default_factory=dict)  # new groups only
-    texts: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
+    # Per account and text: when each chat last got it.
+    texts: dict[tuple[str, str], dict[int, float]] = field(default_factory=dict)
 
     def wait(self, send: Outgoing, now: float) -> float:
         """Seconds until this send keeps within the account's limits (0: now)."""
@@ -81,19 +82,23 @@ class AccountPace:
         if send.new_group:
             _record(self.group_sends.setdefault(send.stream_id, deque()), now, hour)
         if send.text_key:
-            self.texts[(send.account, send.text_key)] = (send.stream_id, now)
+            self.texts.setdefault((send.account, send.text_key), {})[send.stream_id] = now
         self._forget_old_texts(now, hour)
 
     def _same_text_wait(self, send: Outgoing, now: float, hold_s: float) -> float:
-        last = self.texts.get((send.account, send.text_key)) if send.text_key else None
-        if last is None or last[0] == send.stream_id:
-            return 0.0  # the same chat saying it again is that chat's own pacing
-        return max(0.0, last[1] + hold_s - now)
+        """Until the hold since the text last went to another chat has passed; the same chat
+        saying it again is that chat's own pacing."""
+        seen = self.texts.get((send.account, send.text_key), {}) if send.text_key else {}
+        if send.stream_id in seen:
+            return 0.0  # this chat has had it: saying it again is no broadcast
+        return max(0.0, max(seen.values()) + hold_s - now) if seen else 0.0
 
     def _forget_old_texts(self, now: float, hour: float) -> None:
         if len(self.texts) < 1024:
             return
-        self.texts = {key: seen for key, seen in self.texts.items() if seen[1] > now - hour}
+        self.texts = {
+            key: seen for key, seen in self.texts.items() if max(seen.values()) > now - hour
+        }
 
 
 def _window_wait(times: deque[float], now: float, length: float, limit: int) -> float:

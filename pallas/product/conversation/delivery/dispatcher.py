@@ -291,17 +291,23 @@ class OutboxDispatcher:
         return replace(row, payload=screened.payload)
 
     async def _screen_all(self, row: OutboxRow) -> Screened:
-        """The built-in screen, then the features' checks, each on what the last left."""
+        """The built-in screen, then the features' checks, each on what the last left. A
+        check that raises or answers nonsense refuses the row: nothing leaves unchecked."""
         screened = self._screen(row.payload, row.origin, await self._numbers_in(row))
         for check in self._checks:
             if screened.payload is None:
                 break
             try:
                 more = check(screened.payload, row.origin)
-            except Exception as exc:  # a broken check must not stop the outbox: it refuses
-                logger.opt(exception=exc).error("outbox: an outgoing check raised {!r}", exc)
-                more = Screened(None, ("check_failed",))
-            screened = Screened(more.payload, screened.rules + more.rules)
+                if not isinstance(more, Screened):
+                    raise TypeError(f"an outgoing check answered {type(more).__name__}")
+                rules = screened.rules + tuple(more.rules)
+                if more.payload is not None and more.payload != screened.payload and not rules:
+                    rules = ("rewritten",)  # a rewrite the check did not name
+                screened = Screened(more.payload, rules)
+            except Exception as exc:
+                logger.opt(exception=exc).error("outbox: an outgoing check failed: {!r}", exc)
+                return Screened(None, (*screened.rules, "check_failed"))
         return screened
 
     async def _numbers_in(self, row: OutboxRow) -> Numbers:

@@ -34,7 +34,7 @@ class DeliveryPolicy:
     # One account across all its chats (account_pace.py); 0 turns a window off.
     account_per_minute: int = 20
     account_per_hour: int = 300
-    same_text_hold_s: float = 600.0  # the same text to another group waits this long
+    same_text_hold_s: float = 120.0  # the same text to another group waits this long
     same_text_min_chars: int = 8  # shorter texts ("哈哈") are not compared
     new_group_hours: float = 24.0  # a group first seen this recently is warmed up ...
     new_group_per_hour: int = 20  # ... with at most this many sends an hour

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from loguru import logger
 
@@ -34,7 +35,6 @@ LINK_MASK = "[链接已隐藏]"
 # A link as it is written in chat: scheme or www., then URL characters (ASCII: a Chinese
 # character, a bracket or a quote ends it).
 _LINK = re.compile(r"(?i)(?<![A-Za-z0-9.])(?:https?://|www\.)[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
-_HOST = re.compile(r"(?i)^(?:https?://)?([^/:?#]+)")
 # "@全体成员" typed as text: it notifies nobody, but reads as the bot calling everyone.
 _AT_ALL_TEXT = re.compile(r"[@＠]\s*(全体成员|全体|所有人|everyone|all)(?![A-Za-z])", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\d.])[1-9]\d{4,10}(?![\d.])")
@@ -169,8 +169,11 @@ def mask_links(text: str, rule: LinkRule) -> tuple[str, list[str]]:
 
 
 def _allowed(link: str, allowed: Iterable[str]) -> bool:
-    found = _HOST.match(link)
-    host = found.group(1).lower().removeprefix("www.") if found else ""
+    try:  # the host as a browser reads it: "https://good.com:x@evil.example" is evil.example
+        host = urlsplit(link if "//" in link else f"http://{link}").hostname or ""
+    except ValueError:
+        return False
+    host = host.lower().removeprefix("www.")
     for item in allowed:
         wanted = item.strip().lower().removeprefix("www.")
         if wanted and (host == wanted or host.endswith("." + wanted)):

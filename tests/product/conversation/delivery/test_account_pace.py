@@ -87,6 +87,9 @@ def test_the_same_text_to_another_group_waits_its_hold_the_same_group_does_not()
     assert account.wait(replace(notice), 160.0) == 0  # the same chat: its own pacing
     assert account.wait(elsewhere, 700.0) == 0
     assert account.wait(replace(elsewhere, text_key="另一段完全不同的通知内容"), 160.0) == 0
+    account.sent(elsewhere, 700.0)
+    assert account.wait(replace(notice), 710.0) == 0  # the first chat again, after the second
+    assert account.wait(replace(notice, stream_id=3), 710.0) == pytest.approx(590.0)
 
 
 @pytest.mark.parametrize(

@@ -111,6 +111,7 @@ def test_bare_numbers_are_the_candidates_the_store_is_asked_about() -> None:
         ("B站 https://www.bilibili.com/video/BV1", "B站 https://www.bilibili.com/video/BV1", []),
         ("https://m.bilibili.com/x，好看", "https://m.bilibili.com/x，好看", []),  # below it
         ("https://bilibili.com.evil.example", LINK_MASK, ["link"]),  # not below it
+        ("https://www.bilibili.com:x@evil.example/a", LINK_MASK, ["link"]),  # evil.example
     ],
 )
 def test_the_link_rule_masks_links_but_the_allowed_hosts(
