@@ -4,9 +4,10 @@ switches these off by name, PALLAS_FEATURE_MODULES adds others by module path.""
 
 from __future__ import annotations
 
+from pallas.product.classic.feature import EXTENSION as CLASSIC
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
 from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import EXTENSION as PERSONA
 
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC)

@@ -199,6 +199,13 @@ class DailyBudget:
         passed = reached(self.today_limits, committed, shares.cheaper_from)
         return shares.cheaper_model if passed else None
 
+    def spent_out(self) -> bool:
+        """Today's cap is reached: no model will be called (the deterministic answers may
+        stand in for it)."""
+        if self._day != day_of(self.clock()):
+            return False
+        return reached(self.today_limits, self._spent + self._held(self._day))
+
     def _held(self, day: date, *wanted: str) -> Spend:
         """Held today, by every call or (with `wanted`) by calls counting toward any of them."""
         held = Spend()

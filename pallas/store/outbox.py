@@ -230,6 +230,16 @@ class OutboxStore:
             rows = (await conn.execute(query.order_by(OutboxItem.id))).all()
         return [_outbox_row(row) for row in rows]
 
+    async def key_of_sent(self, stream_id: int, platform_message_id: str) -> str | None:
+        """The idempotency key of the row the platform confirmed under this id: which part
+        of the bot said it, and for what (a learned line's pair)."""
+        query = select(OutboxItem.idempotency_key).where(
+            OutboxItem.stream_id == stream_id,
+            OutboxItem.platform_message_id == platform_message_id,
+        )
+        async with self._engine.connect() as conn:
+            return await conn.scalar(query.limit(1))
+
     async def known_user_ids(self, platform: str, candidates: Iterable[str]) -> frozenset[str]:
         """Which of these numbers are user ids of people the bot has seen (the outgoing screen
         masks them)."""

@@ -143,6 +143,7 @@ FEATURE_SECTIONS = {
     "memory": {"memory"},
     "media": {"media"},
     "persona": {"rage", "follow_up", "promises"},
+    "classic": {"classic"},
 }
 CORE_SECTIONS = {
     "gate", "agent", "delivery", "features", "notices", "character", "retention", "models",

@@ -55,6 +55,7 @@ class ChangeStage(Protocol):
     async def on_member_change(self, stored: StoredChange) -> StageResult: ...
 
 
+@runtime_checkable
 class OwnMessageObserver(Protocol):
     async def on_own_message(self, stored: StoredMessage) -> None:
         """The bot's own message was stored (the platform reported a send)."""
@@ -106,7 +107,16 @@ class StageList:
         return CONTINUE
 
     async def on_own_message(self, stored: StoredMessage) -> None:
+        """The gate first (its window opens), then every stage that watches the bot speak
+        (learned lines: no pair spans the bot's line); one failing never stops the rest."""
         await self._own.on_own_message(stored)
+        for stage in self.stages:
+            if stage is self._own or not isinstance(stage, OwnMessageObserver):
+                continue
+            try:
+                await stage.on_own_message(stored)
+            except Exception as exc:
+                logger.opt(exception=exc).error("stage {} failed on the bot's message", stage.name)
 
     async def on_member_change(self, stored: StoredChange) -> None:
         for stage in self.stages:

@@ -1,0 +1,178 @@
+"""Learned lines as a stage before the gate (docs/classic.md): it learns each pair of
+consecutive member lines as it is committed, answers a known context with a learned line
+through the outbox (no model), and takes an admin's "不可以" to a learned line as a ban.
+
+Arbitration with the agent: a message that calls the bot (an @, a reply to it, its name) is
+the agent's, unless the model cannot answer (no chat model, model chat off in the group, the
+day's cap reached); a message while the bot's natural reply window is open is left to the
+agent too. A message answered with a learned line is handled: the gate does not also start a
+turn for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from loguru import logger
+
+from pallas.core.actions import Origin, counts_as_speaking
+from pallas.core.inbound import Segment, SegmentKind, StreamKind
+from pallas.core.text import typed_text
+from pallas.product.classic.lines import (
+    Line,
+    choose,
+    hashed,
+    is_ban,
+    key_of,
+    learnable,
+    roll_of,
+    sayable,
+    segments_json,
+)
+from pallas.product.classic.settings import ClassicKnobs
+from pallas.product.classic.store import LearnedStore, Said
+from pallas.product.conversation.delivery.contract import OutgoingMessage
+from pallas.product.conversation.delivery.payload import PayloadError
+from pallas.product.conversation.gate.signals import names_in
+from pallas.product.conversation.ingress import CONTINUE, StageResult, StoredMessage, Verdict
+from pallas.product.extensions import CoreServices
+from pallas.providers.catalog import ModelType
+from pallas.store import kernel_state
+from pallas.store.sql import BoundedCache
+
+SEED = "pallas-learned"
+FOLLOW_UP_S = 90.0  # the gate's natural reply window: the agent's, not a learned line's
+BANNED = "好，以后不这么说了。"
+
+KnobsOf = Callable[[str], Awaitable[ClassicKnobs]]
+
+
+@dataclass
+class ClassicParts:
+    core: CoreServices
+    store: LearnedStore
+    knobs: KnobsOf
+
+
+class ClassicStage:
+    name = "learned"
+
+    def __init__(self, parts: ClassicParts) -> None:
+        self._parts = parts
+        self._core = parts.core
+        self._last: BoundedCache[int, Line | None] = BoundedCache(5_000)  # each group's last
+        self._spoke: BoundedCache[int, datetime] = BoundedCache(5_000)  # the bot, talking
+        self._answered: BoundedCache[int, datetime] = BoundedCache(5_000)  # a learned line
+
+    async def on_message(self, stored: StoredMessage) -> StageResult:
+        msg = stored.message
+        if msg.stream.kind is not StreamKind.GROUP or msg.is_poke:
+            return CONTINUE
+        knobs = await self._parts.knobs(str(stored.stream_id))
+        if await self._ban(stored, knobs):
+            return StageResult(Verdict.HANDLED, "learned_banned")
+        line = await self._line(stored)
+        previous = self._last.get(stored.stream_id)
+        self._last.put_all({stored.stream_id: line})
+        if knobs.learn and previous is not None and learnable(previous, line):
+            await self._learn(stored, previous, line)
+        if not knobs.answer or not line.key:
+            return CONTINUE
+        return await self._answer(stored, line, knobs)
+
+    async def on_own_message(self, stored: StoredMessage) -> None:
+        """The bot spoke: no pair spans its line, and talking opens the agent's window."""
+        self._last.put_all({stored.stream_id: None})
+        if counts_as_speaking(stored.message.origin):
+            self._spoke.put_all({stored.stream_id: self._core.clock()})
+
+    async def _line(self, stored: StoredMessage) -> Line:
+        msg = stored.message
+        to_bot = msg.mentions_me or names_in(typed_text(msg.segments), self._core.bot_names)
+        if not to_bot and msg.reply_to:
+            to_bot = await kernel_state.is_bot_message(
+                self._core.engine, stored.stream_id, msg.reply_to
+            )
+        return Line(
+            key=key_of(msg.text, msg.segments),
+            text=msg.text.strip(),
+            sender=stored.sender_person_id,
+            at=msg.time.timestamp(),
+            sayable=sayable(msg.segments),
+            to_bot=to_bot,
+        )
+
+    async def _learn(self, stored: StoredMessage, context: Line, answer: Line) -> None:
+        if await self._parts.store.opted_out(answer.sender):
+            return
+        segments = list(segments_json(stored.message.segments))
+        await self._parts.store.learn(
+            stored.stream_id,
+            Said(hashed(context.key), context.text[:120]),
+            Said(hashed(answer.key), answer.text[:200]),
+            segments,
+            answer.sender,
+            self._core.clock(),
+        )
+
+    async def _answer(self, stored: StoredMessage, line: Line, knobs: ClassicKnobs) -> StageResult:
+        now = self._core.clock()
+        if line.to_bot and await self._model_can_answer(stored):
+            return CONTINUE  # a call is the agent's while it can answer
+        spoke = self._spoke.get(stored.stream_id)
+        if not line.to_bot and spoke is not None and (now - spoke).total_seconds() < FOLLOW_UP_S:
+            return CONTINUE  # the talk is following the bot's own line: the agent's
+        candidates = await self._parts.store.candidates(stored.stream_id, hashed(line.key))
+        last = self._answered.get(stored.stream_id)
+        since = None if last is None else (now - last).total_seconds()
+        pick = choose(candidates, knobs.rules(), roll_of(SEED, stored.message_id), since)
+        if pick is None:
+            return CONTINUE
+        action = self._core.action_ids()
+        segments = tuple(Segment.from_json(dict(s)) for s in pick.segments)
+        key = f"learned:{stored.message_id}:{pick.pair_id}"
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.LEARNED)
+        try:
+            await self._core.sender.send(outgoing)
+        except PayloadError as exc:
+            logger.warning("learned line {} not said: {}", pick.pair_id, exc)
+            return CONTINUE
+        self._answered.put_all({stored.stream_id: now})
+        return StageResult(Verdict.HANDLED, "learned", action)
+
+    async def _model_can_answer(self, stored: StoredMessage) -> bool:
+        core = self._core
+        if not core.models.catalog.of_type(ModelType.CHAT):
+            return False
+        budget = core.models.budget
+        if budget is not None and budget.spent_out():
+            return False
+        overrides = await kernel_state.policy_overrides(core.engine, stored.stream_id) or {}
+        return bool(overrides.get("model_chat", True))
+
+    async def _ban(self, stored: StoredMessage, knobs: ClassicKnobs) -> bool:
+        """An owner's or admin's ban word quoting a learned line: never said again."""
+        msg, core = stored.message, self._core
+        if not msg.reply_to or not is_ban(typed_text(msg.segments), knobs.ban_words):
+            return False
+        owner = msg.sender.user_id in core.superusers
+        if not owner and msg.sender.role not in ("owner", "admin"):
+            return False
+        key = await core.outbox.key_of_sent(stored.stream_id, msg.reply_to)
+        if key is None or not key.startswith("learned:"):
+            return False
+        pair = await self._parts.store.pair(int(key.rsplit(":", 1)[1]))
+        if pair is None:
+            return False
+        where = None if owner else stored.stream_id  # an owner's ban holds everywhere
+        await self._parts.store.ban(where, pair, stored.sender_person_id, core.clock())
+        logger.info("learned line {} banned in {}", pair.id, where or "every group")
+        action = core.action_ids()
+        words = (Segment(SegmentKind.TEXT, text=BANNED),)
+        key = f"learned.ban:{stored.message_id}"
+        await core.sender.send(
+            OutgoingMessage(action, stored.stream_id, words, key, origin=Origin.RESPONDER)
+        )
+        return True

@@ -1,0 +1,202 @@
+"""Learned lines in the store: learning a pair, the candidates for a context, bans, opt-outs.
+Every write goes through the database's write rule; reads are one or two index searches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from pallas.product.classic.lines import Candidate
+from pallas.product.classic.tables import LearnedAnswerer, LearnedBan, LearnedOptOut, LearnedPair
+from pallas.store.database import Database
+
+RECOUNT_AFTER = timedelta(minutes=10)  # one person saying it again counts after this long
+CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class Said:
+    """A context or an answer as the store keeps it."""
+
+    hash: str
+    text: str
+
+
+@dataclass(frozen=True)
+class BanRow:
+    id: int
+    everywhere: bool
+    context: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class PairRow:
+    id: int
+    context: str
+    answer: str
+    count: int
+    answerers: int
+
+
+class LearnedStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._writes = Database.of(engine).writes()
+
+    async def learn(
+        self,
+        stream_id: int,
+        context: Said,
+        answer: Said,
+        segments: list[dict[str, Any]],
+        person_id: int,
+        now: datetime,
+    ) -> None:
+        """One more sighting of the pair; a person repeating it soon after counts once."""
+        async with self._writes.begin() as conn:
+            pair_id = await self._pair(conn, stream_id, context, answer, segments, now)
+            last = await conn.scalar(
+                select(LearnedAnswerer.last_at).where(
+                    LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
+                )
+            )
+            if last is not None and now - last < RECOUNT_AFTER:
+                return
+            values: dict[str, Any] = {"count": LearnedPair.count + 1, "last_seen": now}
+            if last is None:
+                values["answerers"] = LearnedPair.answerers + 1
+                await conn.execute(
+                    insert(LearnedAnswerer),
+                    [{"pair_id": pair_id, "person_id": person_id, "last_at": now}],
+                )
+            else:
+                await conn.execute(
+                    update(LearnedAnswerer)
+                    .where(
+                        LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
+                    )
+                    .values(last_at=now)
+                )
+            await conn.execute(update(LearnedPair).where(LearnedPair.id == pair_id).values(values))
+
+    async def _pair(
+        self,
+        conn: AsyncConnection,
+        stream_id: int,
+        context: Said,
+        answer: Said,
+        segments: list[dict[str, Any]],
+        now: datetime,
+    ) -> int:
+        found = await conn.scalar(
+            select(LearnedPair.id).where(
+                LearnedPair.stream_id == stream_id,
+                LearnedPair.context_hash == context.hash,
+                LearnedPair.answer_hash == answer.hash,
+            )
+        )
+        if found is not None:
+            return int(found)
+        row = {
+            "stream_id": stream_id, "context_hash": context.hash, "context_text": context.text,
+            "answer_hash": answer.hash, "answer_text": answer.text, "answer_segments": segments,
+            "count": 0, "answerers": 0, "first_seen": now, "last_seen": now,
+        }  # fmt: skip
+        added = await conn.execute(insert(LearnedPair).values(**row).returning(LearnedPair.id))
+        return int(added.scalar_one())
+
+    async def candidates(self, stream_id: int, context_hash: str) -> list[Candidate]:
+        """The answers learned for this context, here and in other groups, less the banned."""
+        pairs = (
+            select(LearnedPair)
+            .where(LearnedPair.context_hash == context_hash)
+            .order_by(LearnedPair.answerers.desc(), LearnedPair.count.desc())
+            .limit(CANDIDATES)
+        )
+        bans = select(LearnedBan.answer_hash).where(
+            LearnedBan.context_hash == context_hash,
+            or_(LearnedBan.stream_id.is_(None), LearnedBan.stream_id == stream_id),
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(pairs)).all()
+            banned = set((await conn.execute(bans)).scalars())
+        return [_candidate(r, stream_id) for r in rows if r.answer_hash not in banned]
+
+    async def pair(self, pair_id: int) -> LearnedPair | None:
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(select(LearnedPair).where(LearnedPair.id == pair_id))).first()
+        return None if row is None else LearnedPair(**row._mapping)
+
+    async def ban(self, stream_id: int | None, pair: LearnedPair, by: int, now: datetime) -> None:
+        row = {
+            "stream_id": stream_id, "context_hash": pair.context_hash,
+            "context_text": pair.context_text, "answer_hash": pair.answer_hash,
+            "answer_text": pair.answer_text, "banned_by": by, "created_at": now,
+        }  # fmt: skip
+        async with self._writes.begin() as conn:
+            await conn.execute(insert(LearnedBan), [row])
+
+    async def bans(self, stream_id: int) -> list[BanRow]:
+        query = (
+            select(LearnedBan)
+            .where(or_(LearnedBan.stream_id.is_(None), LearnedBan.stream_id == stream_id))
+            .order_by(LearnedBan.id.desc())
+            .limit(50)
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [BanRow(r.id, r.stream_id is None, r.context_text, r.answer_text) for r in rows]
+
+    async def lift(self, ban_id: int, stream_id: int, *, owner: bool) -> bool:
+        """Lift a ban of this group (an owner's everywhere-ban only by an owner)."""
+        where = LearnedBan.stream_id == stream_id
+        if owner:
+            where = or_(where, LearnedBan.stream_id.is_(None))
+        async with self._writes.begin() as conn:
+            done = await conn.execute(delete(LearnedBan).where(LearnedBan.id == ban_id, where))
+        return bool(done.rowcount)
+
+    async def pairs(self, stream_id: int, limit: int = 20) -> list[PairRow]:
+        query = (
+            select(LearnedPair)
+            .where(LearnedPair.stream_id == stream_id)
+            .order_by(LearnedPair.answerers.desc(), LearnedPair.count.desc())
+            .limit(limit)
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [PairRow(r.id, r.context_text, r.answer_text, r.count, r.answerers) for r in rows]
+
+    async def forget(self, pair_id: int, stream_id: int) -> bool:
+        async with self._writes.begin() as conn:
+            done = await conn.execute(
+                delete(LearnedPair).where(
+                    LearnedPair.id == pair_id, LearnedPair.stream_id == stream_id
+                )
+            )
+            await conn.execute(delete(LearnedAnswerer).where(LearnedAnswerer.pair_id == pair_id))
+        return bool(done.rowcount)
+
+    async def opted_out(self, person_id: int) -> bool:
+        query = select(LearnedOptOut.person_id).where(LearnedOptOut.person_id == person_id)
+        async with self._engine.connect() as conn:
+            return await conn.scalar(query) is not None
+
+    async def set_opt_out(self, person_id: int, out: bool, now: datetime) -> None:
+        async with self._writes.begin() as conn:
+            await conn.execute(delete(LearnedOptOut).where(LearnedOptOut.person_id == person_id))
+            if out:
+                await conn.execute(
+                    insert(LearnedOptOut), [{"person_id": person_id, "created_at": now}]
+                )
+
+
+def _candidate(row: Any, stream_id: int) -> Candidate:
+    here = row.stream_id == stream_id
+    segments = tuple(row.answer_segments)
+    return Candidate(row.id, row.count, row.answerers, here, segments, row.answer_text)
