@@ -5,9 +5,9 @@ not come back, also after a restart (docs/classic.md)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from tests.e2e.test_budget import NapCat
@@ -93,5 +93,17 @@ async def test_a_group_teaches_a_line_and_an_admin_bans_it_for_good(
         await asyncio.sleep(1.0)
         assert db.scalar(LEARNED) == 1  # the ban stuck
         assert db.scalar("SELECT count FROM classic_pair WHERE answer_text = '早上好呀'") >= 3
+        # The console lists the ban and lifts it: the line is said again.
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+            learned = (await http.get("/pallas/api/learned")).json()
+            [ban] = learned["bans"]
+            assert (ban["context"], ban["answer"], ban["everywhere"]) == ("早", "早上好呀", False)
+            # Most established first; "早上好呀" → "早" was learned too (consecutive lines).
+            assert learned["pairs"][0]["answer"] == "早上好呀"
+            assert learned["pairs"][0]["answerers"] == 3
+            assert (await http.delete(f"/pallas/api/learned/bans/{ban['id']}")).status_code == 200
+            assert (await http.delete("/pallas/api/learned/bans/999999")).status_code == 404
+        await said(napcat, db, NEWCOMER + 3, "早")
+        await wait_for(lambda: db.scalar(LEARNED) == 2, what="the line, lifted")
         await napcat.close()
-    assert json  # the module's helpers share json with test_budget

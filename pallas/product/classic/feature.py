@@ -4,6 +4,7 @@ its per-group section and its own tables."""
 from __future__ import annotations
 
 from pallas.product.classic.commands import BansCommand, LearnedCommand, OptOutCommand
+from pallas.product.classic.console import LEARNED_PAGE, learned_routes
 from pallas.product.classic.settings import ClassicKnobs, classic_section
 from pallas.product.classic.stage import ClassicParts, ClassicStage
 from pallas.product.classic.store import LearnedStore
@@ -21,6 +22,8 @@ def install(plugs: Plugs) -> None:
     plugs.add_command(LearnedCommand(store), Audience.ADMIN)
     plugs.add_command(BansCommand(store), Audience.ADMIN)
     plugs.add_command(OptOutCommand(store, core.clock), Audience.MEMBER)
+    plugs.add_api_routes(learned_routes(store, core.clock))
+    plugs.add_owner_page(LEARNED_PAGE)
 
 
 EXTENSION = Extension(

@@ -41,6 +41,7 @@ class PairRow:
     answer: str
     count: int
     answerers: int
+    stream_id: int = 0
 
 
 class LearnedStore:
@@ -161,25 +162,46 @@ class LearnedStore:
             done = await conn.execute(delete(LearnedBan).where(LearnedBan.id == ban_id, where))
         return bool(done.rowcount)
 
-    async def pairs(self, stream_id: int, limit: int = 20) -> list[PairRow]:
-        query = (
-            select(LearnedPair)
-            .where(LearnedPair.stream_id == stream_id)
-            .order_by(LearnedPair.answerers.desc(), LearnedPair.count.desc())
-            .limit(limit)
+    async def pairs(self, stream_id: int | None, limit: int = 20) -> list[PairRow]:
+        """A group's pairs (every group's for the console), most established first."""
+        query = select(LearnedPair).order_by(
+            LearnedPair.answerers.desc(), LearnedPair.count.desc()
         )
+        if stream_id is not None:
+            query = query.where(LearnedPair.stream_id == stream_id)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.limit(limit))).all()
+        return [
+            PairRow(r.id, r.context_text, r.answer_text, r.count, r.answerers, r.stream_id)
+            for r in rows
+        ]
+
+    async def forget(self, pair_id: int, stream_id: int | None) -> bool:
+        """Delete a pair of this group (any group's: the console); it may be learned again."""
+        where = LearnedPair.id == pair_id
+        if stream_id is not None:
+            where = where & (LearnedPair.stream_id == stream_id)
+        async with self._writes.begin() as conn:
+            done = await conn.execute(delete(LearnedPair).where(where))
+            if done.rowcount:
+                await conn.execute(
+                    delete(LearnedAnswerer).where(LearnedAnswerer.pair_id == pair_id)
+                )
+        return bool(done.rowcount)
+
+    async def all_bans(self, limit: int = 200) -> list[tuple[int | None, BanRow]]:
+        """Every ban with its group (None: everywhere), newest first: the console's list."""
+        query = select(LearnedBan).order_by(LearnedBan.id.desc()).limit(limit)
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-        return [PairRow(r.id, r.context_text, r.answer_text, r.count, r.answerers) for r in rows]
+        return [
+            (r.stream_id, BanRow(r.id, r.stream_id is None, r.context_text, r.answer_text))
+            for r in rows
+        ]
 
-    async def forget(self, pair_id: int, stream_id: int) -> bool:
+    async def lift_any(self, ban_id: int) -> bool:
         async with self._writes.begin() as conn:
-            done = await conn.execute(
-                delete(LearnedPair).where(
-                    LearnedPair.id == pair_id, LearnedPair.stream_id == stream_id
-                )
-            )
-            await conn.execute(delete(LearnedAnswerer).where(LearnedAnswerer.pair_id == pair_id))
+            done = await conn.execute(delete(LearnedBan).where(LearnedBan.id == ban_id))
         return bool(done.rowcount)
 
     async def opted_out(self, person_id: int) -> bool:
