@@ -64,7 +64,10 @@ async def test_a_group_teaches_a_line_and_an_admin_bans_it_for_good(
         for n in range(3):  # three different pairs of members
             await said(napcat, db, 8100 + n, "早")
             await said(napcat, db, 8200 + n, "早上好呀")
-        assert db.scalar(LEARNED) == 0  # learned, not yet said
+        # Learned within a second (written together, off the messages' path), not yet said.
+        pair = "SELECT answerers FROM classic_pair WHERE answer_text = '早上好呀'"
+        await wait_for(lambda: db.scalar(pair) == 3, timeout=10, what="the pair learned")
+        assert db.scalar(LEARNED) == 0
         asked = len(model.requests_for(MODEL))
         await said(napcat, db, NEWCOMER, "早")
         await wait_for(lambda: db.scalar(LEARNED) == 1, what="the learned answer")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pallas.product.classic.commands import BansCommand, LearnedCommand, OptOutCommand
 from pallas.product.classic.console import LEARNED_PAGE, learned_routes
-from pallas.product.classic.settings import ClassicKnobs, classic_section
+from pallas.product.classic.learning import Learning
+from pallas.product.classic.settings import classic_section
 from pallas.product.classic.stage import ClassicParts, ClassicStage
 from pallas.product.classic.store import LearnedStore
 from pallas.product.conversation.commands import Audience
@@ -17,8 +18,9 @@ def install(plugs: Plugs) -> None:
     section = classic_section(core.settings_table)
     plugs.add_section(section)
     store = LearnedStore(core.engine)
-    knobs = plugs.settings_of(section, ClassicKnobs)
-    plugs.add_stage(ClassicStage(ClassicParts(core, store, knobs)), before="gate")
+    learning = Learning(store)
+    plugs.add_stage(ClassicStage(ClassicParts(core, store, learning)), before="gate")
+    plugs.add_lifespan(learning.start, learning.stop, name="learned lines")
     plugs.add_command(LearnedCommand(store), Audience.ADMIN)
     plugs.add_command(BansCommand(store), Audience.ADMIN)
     plugs.add_command(OptOutCommand(store, core.clock), Audience.MEMBER)

@@ -9,6 +9,8 @@ from pallas.product.settings.features import TableStorage
 from pallas.product.settings.registry import Scope, Section
 from pallas.store.settings_table import SettingsTable
 
+SECTION = "classic"
+
 
 class ClassicKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -31,12 +33,12 @@ class ClassicKnobs(BaseModel):
 
 def classic_section(table: SettingsTable) -> Section:
     return Section(
-        key="classic",
+        key=SECTION,
         title="学说话",
         scope=Scope.GROUP,
         model=ClassicKnobs,
         defaults=ClassicKnobs(),
-        storage=TableStorage("classic", table),
+        storage=TableStorage(SECTION, table),
         titles={
             "learn": "从群里学怎么接话",
             "answer": "用学来的话接话",

@@ -11,16 +11,18 @@ turn for it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from loguru import logger
 
 from pallas.core.actions import Origin, counts_as_speaking
 from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.core.text import typed_text
+from pallas.product.classic.learning import Learning, Sighting
 from pallas.product.classic.lines import (
+    Candidate,
     Line,
     choose,
     hashed,
@@ -31,7 +33,7 @@ from pallas.product.classic.lines import (
     sayable,
     segments_json,
 )
-from pallas.product.classic.settings import ClassicKnobs
+from pallas.product.classic.settings import SECTION, ClassicKnobs
 from pallas.product.classic.store import LearnedStore, Said
 from pallas.product.conversation.delivery.contract import OutgoingMessage
 from pallas.product.conversation.delivery.payload import PayloadError
@@ -46,14 +48,13 @@ SEED = "pallas-learned"
 FOLLOW_UP_S = 90.0  # the gate's natural reply window: the agent's, not a learned line's
 BANNED = "好，以后不这么说了。"
 
-KnobsOf = Callable[[str], Awaitable[ClassicKnobs]]
 
 
 @dataclass
 class ClassicParts:
     core: CoreServices
     store: LearnedStore
-    knobs: KnobsOf
+    learning: Learning
 
 
 class ClassicStage:
@@ -65,12 +66,17 @@ class ClassicStage:
         self._last: BoundedCache[int, Line | None] = BoundedCache(5_000)  # each group's last
         self._spoke: BoundedCache[int, datetime] = BoundedCache(5_000)  # the bot, talking
         self._answered: BoundedCache[int, datetime] = BoundedCache(5_000)  # a learned line
+        self._knobs: BoundedCache[int, tuple[dict[str, Any], ClassicKnobs]] = BoundedCache(5_000)
+        # (group, context) -> (the learning's generation, the candidates then)
+        self._found: BoundedCache[tuple[int, str], tuple[int, list[Candidate]]] = BoundedCache(
+            20_000
+        )
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
         msg = stored.message
         if msg.stream.kind is not StreamKind.GROUP or msg.is_poke:
             return CONTINUE
-        knobs = await self._parts.knobs(str(stored.stream_id))
+        knobs = await self._knobs_of(stored.stream_id)
         if await self._ban(stored, knobs):
             return StageResult(Verdict.HANDLED, "learned_banned")
         line = await self._line(stored)
@@ -104,17 +110,31 @@ class ClassicStage:
             to_bot=to_bot,
         )
 
+    async def _knobs_of(self, stream_id: int) -> ClassicKnobs:
+        """The group's switches: the stored values (the settings table's cache), checked
+        again only when they changed."""
+        stored = await self._core.settings_table.load(SECTION, str(stream_id))
+        known = self._knobs.get(stream_id)
+        if known is not None and known[0] == stored:
+            return known[1]
+        try:
+            knobs = ClassicKnobs.model_validate(stored)
+        except ValueError as exc:  # stored under other bounds: the defaults hold
+            logger.warning("learned lines: group {} settings not valid now: {}", stream_id, exc)
+            knobs = ClassicKnobs()
+        self._knobs.put_all({stream_id: (stored, knobs)})
+        return knobs
+
     async def _learn(self, stored: StoredMessage, context: Line, answer: Line) -> None:
-        if await self._parts.store.opted_out(answer.sender):
-            return
-        segments = list(segments_json(stored.message.segments))
-        await self._parts.store.learn(
-            stored.stream_id,
-            Said(hashed(context.key), context.text[:120]),
-            Said(hashed(answer.key), answer.text[:200]),
-            segments,
-            answer.sender,
-            self._core.clock(),
+        self._parts.learning.saw(
+            Sighting(
+                stored.stream_id,
+                Said(hashed(context.key), context.text[:120]),
+                Said(hashed(answer.key), answer.text[:200]),
+                list(segments_json(stored.message.segments)),
+                answer.sender,
+                self._core.clock(),
+            )
         )
 
     async def _answer(self, stored: StoredMessage, line: Line, knobs: ClassicKnobs) -> StageResult:
@@ -124,7 +144,10 @@ class ClassicStage:
         spoke = self._spoke.get(stored.stream_id)
         if not line.to_bot and spoke is not None and (now - spoke).total_seconds() < FOLLOW_UP_S:
             return CONTINUE  # the talk is following the bot's own line: the agent's
-        candidates = await self._parts.store.candidates(stored.stream_id, hashed(line.key))
+        context = hashed(line.key)
+        if not self._parts.learning.may_answer(context):
+            return CONTINUE  # nobody ever answered it: no query
+        candidates = await self._candidates(stored.stream_id, context)
         last = self._answered.get(stored.stream_id)
         since = None if last is None else (now - last).total_seconds()
         pick = choose(candidates, knobs.rules(), roll_of(SEED, stored.message_id), since)
@@ -141,6 +164,16 @@ class ClassicStage:
             return CONTINUE
         self._answered.put_all({stored.stream_id: now})
         return StageResult(Verdict.HANDLED, "learned", action)
+
+    async def _candidates(self, stream_id: int, context: str) -> list[Candidate]:
+        """The store's candidates, asked once per learning generation (about a second)."""
+        generation = self._parts.learning.generation
+        hit = self._found.get((stream_id, context))
+        if hit is not None and hit[0] == generation:
+            return hit[1]
+        found = await self._parts.store.candidates(stream_id, context)
+        self._found.put_all({(stream_id, context): (generation, found)})
+        return found
 
     async def _model_can_answer(self, stored: StoredMessage) -> bool:
         core = self._core
@@ -168,6 +201,7 @@ class ClassicStage:
             return False
         where = None if owner else stored.stream_id  # an owner's ban holds everywhere
         await self._parts.store.ban(where, pair, stored.sender_person_id, core.clock())
+        self._parts.learning.changed()
         logger.info("learned line {} banned in {}", pair.id, where or "every group")
         action = core.action_ids()
         words = (Segment(SegmentKind.TEXT, text=BANNED),)

@@ -3,6 +3,7 @@ Every write goes through the database's write rule; reads are one or two index s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,6 +50,27 @@ class LearnedStore:
         self._engine = engine
         self._writes = Database.of(engine).writes()
 
+    async def learn_many(self, sightings: Sequence[Any]) -> None:
+        """Sightings (learning.Sighting) in one transaction, in order; those of members who
+        opted out are dropped here (one read for the batch)."""
+        people = {s.person_id for s in sightings}
+        async with self._writes.begin() as conn:
+            found = await conn.execute(
+                select(LearnedOptOut.person_id).where(LearnedOptOut.person_id.in_(people))
+            )
+            out = set(found.scalars())
+            for s in sightings:
+                if s.person_id not in out:
+                    await self._learn(
+                        conn, s.stream_id, s.context, s.answer, s.segments, s.person_id, s.at
+                    )
+
+    async def context_hashes(self) -> set[str]:
+        """Every context with an answer (a cache's starting point)."""
+        async with self._engine.connect() as conn:
+            found = await conn.execute(select(LearnedPair.context_hash).distinct())
+            return set(found.scalars())
+
     async def learn(
         self,
         stream_id: int,
@@ -60,30 +82,35 @@ class LearnedStore:
     ) -> None:
         """One more sighting of the pair; a person repeating it soon after counts once."""
         async with self._writes.begin() as conn:
-            pair_id = await self._pair(conn, stream_id, context, answer, segments, now)
-            last = await conn.scalar(
-                select(LearnedAnswerer.last_at).where(
-                    LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
-                )
+            await self._learn(conn, stream_id, context, answer, segments, person_id, now)
+
+    async def _learn(
+        self,
+        conn: AsyncConnection,
+        stream_id: int,
+        context: Said,
+        answer: Said,
+        segments: list[dict[str, Any]],
+        person_id: int,
+        now: datetime,
+    ) -> None:
+        pair_id = await self._pair(conn, stream_id, context, answer, segments, now)
+        last = await conn.scalar(
+            select(LearnedAnswerer.last_at).where(
+                LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
             )
-            if last is not None and now - last < RECOUNT_AFTER:
-                return
-            values: dict[str, Any] = {"count": LearnedPair.count + 1, "last_seen": now}
-            if last is None:
-                values["answerers"] = LearnedPair.answerers + 1
-                await conn.execute(
-                    insert(LearnedAnswerer),
-                    [{"pair_id": pair_id, "person_id": person_id, "last_at": now}],
-                )
-            else:
-                await conn.execute(
-                    update(LearnedAnswerer)
-                    .where(
-                        LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
-                    )
-                    .values(last_at=now)
-                )
-            await conn.execute(update(LearnedPair).where(LearnedPair.id == pair_id).values(values))
+        )
+        if last is not None and now - last < RECOUNT_AFTER:
+            return
+        values: dict[str, Any] = {"count": LearnedPair.count + 1, "last_seen": now}
+        who = (LearnedAnswerer.pair_id == pair_id) & (LearnedAnswerer.person_id == person_id)
+        if last is None:
+            values["answerers"] = LearnedPair.answerers + 1
+            row = {"pair_id": pair_id, "person_id": person_id, "last_at": now}
+            await conn.execute(insert(LearnedAnswerer), [row])
+        else:
+            await conn.execute(update(LearnedAnswerer).where(who).values(last_at=now))
+        await conn.execute(update(LearnedPair).where(LearnedPair.id == pair_id).values(values))
 
     async def _pair(
         self,
@@ -112,21 +139,26 @@ class LearnedStore:
         return int(added.scalar_one())
 
     async def candidates(self, stream_id: int, context_hash: str) -> list[Candidate]:
-        """The answers learned for this context, here and in other groups, less the banned."""
-        pairs = (
+        """The answers learned for this context, here and in other groups, less the banned:
+        one statement, one search of the context's index."""
+        banned = (
+            select(LearnedBan.id)
+            .where(
+                LearnedBan.context_hash == context_hash,
+                LearnedBan.answer_hash == LearnedPair.answer_hash,
+                or_(LearnedBan.stream_id.is_(None), LearnedBan.stream_id == stream_id),
+            )
+            .exists()
+        )
+        query = (
             select(LearnedPair)
-            .where(LearnedPair.context_hash == context_hash)
+            .where(LearnedPair.context_hash == context_hash, ~banned)
             .order_by(LearnedPair.answerers.desc(), LearnedPair.count.desc())
             .limit(CANDIDATES)
         )
-        bans = select(LearnedBan.answer_hash).where(
-            LearnedBan.context_hash == context_hash,
-            or_(LearnedBan.stream_id.is_(None), LearnedBan.stream_id == stream_id),
-        )
         async with self._engine.connect() as conn:
-            rows = (await conn.execute(pairs)).all()
-            banned = set((await conn.execute(bans)).scalars())
-        return [_candidate(r, stream_id) for r in rows if r.answer_hash not in banned]
+            rows = (await conn.execute(query)).all()
+        return [_candidate(r, stream_id) for r in rows]
 
     async def pair(self, pair_id: int) -> LearnedPair | None:
         async with self._engine.connect() as conn:
