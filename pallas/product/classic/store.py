@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import bindparam, delete, insert, or_, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.product.classic.lines import Candidate
@@ -51,92 +53,22 @@ class LearnedStore:
         self._writes = Database.of(engine).writes()
 
     async def learn_many(self, sightings: Sequence[Any]) -> None:
-        """Sightings (learning.Sighting) in one transaction, in order; those of members who
-        opted out are dropped here (one read for the batch)."""
-        people = {s.person_id for s in sightings}
+        """Sightings (learning.Sighting, one per pair and person) in one transaction of a
+        few statements whatever their number; those of members who opted out are dropped."""
+        if not sightings:
+            return
         async with self._writes.begin() as conn:
-            found = await conn.execute(
-                select(LearnedOptOut.person_id).where(LearnedOptOut.person_id.in_(people))
-            )
-            out = set(found.scalars())
-            for s in sightings:
-                if s.person_id not in out:
-                    await self._learn(
-                        conn, s.stream_id, s.context, s.answer, s.segments, s.person_id, s.at
-                    )
+            out = await _opted_out(conn, {s.person_id for s in sightings})
+            kept = [s for s in sightings if s.person_id not in out]
+            if kept:
+                ids = await _pair_ids(conn, kept)
+                await _count(conn, kept, ids)
 
     async def context_hashes(self) -> set[str]:
         """Every context with an answer (a cache's starting point)."""
         async with self._engine.connect() as conn:
             found = await conn.execute(select(LearnedPair.context_hash).distinct())
             return set(found.scalars())
-
-    async def learn(
-        self,
-        stream_id: int,
-        context: Said,
-        answer: Said,
-        segments: list[dict[str, Any]],
-        person_id: int,
-        now: datetime,
-    ) -> None:
-        """One more sighting of the pair; a person repeating it soon after counts once."""
-        async with self._writes.begin() as conn:
-            await self._learn(conn, stream_id, context, answer, segments, person_id, now)
-
-    async def _learn(
-        self,
-        conn: AsyncConnection,
-        stream_id: int,
-        context: Said,
-        answer: Said,
-        segments: list[dict[str, Any]],
-        person_id: int,
-        now: datetime,
-    ) -> None:
-        pair_id = await self._pair(conn, stream_id, context, answer, segments, now)
-        last = await conn.scalar(
-            select(LearnedAnswerer.last_at).where(
-                LearnedAnswerer.pair_id == pair_id, LearnedAnswerer.person_id == person_id
-            )
-        )
-        if last is not None and now - last < RECOUNT_AFTER:
-            return
-        values: dict[str, Any] = {"count": LearnedPair.count + 1, "last_seen": now}
-        who = (LearnedAnswerer.pair_id == pair_id) & (LearnedAnswerer.person_id == person_id)
-        if last is None:
-            values["answerers"] = LearnedPair.answerers + 1
-            row = {"pair_id": pair_id, "person_id": person_id, "last_at": now}
-            await conn.execute(insert(LearnedAnswerer), [row])
-        else:
-            await conn.execute(update(LearnedAnswerer).where(who).values(last_at=now))
-        await conn.execute(update(LearnedPair).where(LearnedPair.id == pair_id).values(values))
-
-    async def _pair(
-        self,
-        conn: AsyncConnection,
-        stream_id: int,
-        context: Said,
-        answer: Said,
-        segments: list[dict[str, Any]],
-        now: datetime,
-    ) -> int:
-        found = await conn.scalar(
-            select(LearnedPair.id).where(
-                LearnedPair.stream_id == stream_id,
-                LearnedPair.context_hash == context.hash,
-                LearnedPair.answer_hash == answer.hash,
-            )
-        )
-        if found is not None:
-            return int(found)
-        row = {
-            "stream_id": stream_id, "context_hash": context.hash, "context_text": context.text,
-            "answer_hash": answer.hash, "answer_text": answer.text, "answer_segments": segments,
-            "count": 0, "answerers": 0, "first_seen": now, "last_seen": now,
-        }  # fmt: skip
-        added = await conn.execute(insert(LearnedPair).values(**row).returning(LearnedPair.id))
-        return int(added.scalar_one())
 
     async def candidates(self, stream_id: int, context_hash: str) -> list[Candidate]:
         """The answers learned for this context, here and in other groups, less the banned:
@@ -254,3 +186,87 @@ def _candidate(row: Any, stream_id: int) -> Candidate:
     here = row.stream_id == stream_id
     segments = tuple(row.answer_segments)
     return Candidate(row.id, row.count, row.answerers, here, segments, row.answer_text)
+
+
+def _pair_key(s: Any) -> tuple[int, str, str]:
+    return (s.stream_id, s.context.hash, s.answer.hash)
+
+
+async def _opted_out(conn: AsyncConnection, people: set[int]) -> set[int]:
+    found = await conn.execute(
+        select(LearnedOptOut.person_id).where(LearnedOptOut.person_id.in_(people))
+    )
+    return set(found.scalars())
+
+
+async def _pair_ids(
+    conn: AsyncConnection, sightings: Sequence[Any]
+) -> dict[tuple[int, str, str], int]:
+    """Each sighting's pair, added when new (one insert for all, one read for their ids)."""
+    first = {_pair_key(s): s for s in reversed(sightings)}
+    rows = [
+        {"stream_id": s.stream_id, "context_hash": s.context.hash, "context_text": s.context.text,
+         "answer_hash": s.answer.hash, "answer_text": s.answer.text,
+         "answer_segments": s.segments, "count": 0, "answerers": 0, "first_seen": s.at,
+         "last_seen": s.at}
+        for s in first.values()
+    ]  # fmt: skip
+    table = LearnedPair.__table__
+    keys = ["stream_id", "context_hash", "answer_hash"]
+    insert_new = (pg_insert(table) if conn.dialect.name == "postgresql" else sqlite_insert(table))
+    await conn.execute(insert_new.on_conflict_do_nothing(index_elements=keys), rows)
+    wanted = tuple_(LearnedPair.stream_id, LearnedPair.context_hash, LearnedPair.answer_hash)
+    found = await conn.execute(
+        select(LearnedPair.id, LearnedPair.stream_id, LearnedPair.context_hash,
+               LearnedPair.answer_hash).where(wanted.in_(list(first)))
+    )  # fmt: skip
+    return {(r.stream_id, r.context_hash, r.answer_hash): r.id for r in found}
+
+
+async def _count(
+    conn: AsyncConnection, sightings: Sequence[Any], ids: dict[tuple[int, str, str], int]
+) -> None:
+    """Each pair's count and answerers: a person counts again only after RECOUNT_AFTER."""
+    people = {(ids[_pair_key(s)], s.person_id): s for s in sightings}
+    who = tuple_(LearnedAnswerer.pair_id, LearnedAnswerer.person_id)
+    found = await conn.execute(
+        select(LearnedAnswerer.pair_id, LearnedAnswerer.person_id, LearnedAnswerer.last_at)
+        .where(who.in_(list(people)))
+    )  # fmt: skip
+    last = {(r.pair_id, r.person_id): r.last_at for r in found}
+    new, again, counts = [], [], {}
+    for (pair_id, person_id), s in people.items():
+        before = last.get((pair_id, person_id))
+        if before is not None and s.at - before < RECOUNT_AFTER:
+            continue
+        count = counts.setdefault(pair_id, {"p": pair_id, "c": 0, "a": 0, "seen": s.at})
+        count["c"] += 1
+        count["seen"] = max(count["seen"], s.at)
+        if before is None:
+            count["a"] += 1
+            new.append({"pair_id": pair_id, "person_id": person_id, "last_at": s.at})
+        else:
+            again.append({"p": pair_id, "who": person_id, "seen": s.at})
+    if new:
+        await conn.execute(insert(LearnedAnswerer), new)
+    if again:
+        await conn.execute(
+            update(LearnedAnswerer)
+            .where(
+                LearnedAnswerer.pair_id == bindparam("p"),
+                LearnedAnswerer.person_id == bindparam("who"),
+            )
+            .values(last_at=bindparam("seen")),
+            again,
+        )
+    if counts:
+        await conn.execute(
+            update(LearnedPair)
+            .where(LearnedPair.id == bindparam("p"))
+            .values(
+                count=LearnedPair.count + bindparam("c"),
+                answerers=LearnedPair.answerers + bindparam("a"),
+                last_seen=bindparam("seen"),
+            ),
+            list(counts.values()),
+        )
