@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from pallas.product.classic.learning import FRESH_S
 from tests.e2e.test_budget import NapCat
 from tests.support.bot_process import BotProcess, running
 from tests.support.console_api import put_settings
@@ -68,6 +69,7 @@ async def test_a_group_teaches_a_line_and_an_admin_bans_it_for_good(
         pair = "SELECT answerers FROM classic_pair WHERE answer_text = '早上好呀'"
         await wait_for(lambda: db.scalar(pair) == 3, timeout=10, what="the pair learned")
         assert db.scalar(LEARNED) == 0
+        await asyncio.sleep(FRESH_S)  # the stage asks the store again: usable within seconds
         asked = len(model.requests_for(MODEL))
         await said(napcat, db, NEWCOMER, "早")
         await wait_for(lambda: db.scalar(LEARNED) == 1, what="the learned answer")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from pallas.core.inbound import StreamKind
+from pallas.product.classic.learning import Learning
 from pallas.product.classic.store import LearnedStore
 from pallas.product.conversation.commands import Audience, CommandCall
 
@@ -17,8 +18,9 @@ class LearnedCommand:
     name = "学说话"
     summary = "看这个群教会我的接话；/学说话 忘 <编号> 删掉一条"
 
-    def __init__(self, store: LearnedStore) -> None:
+    def __init__(self, store: LearnedStore, learning: Learning) -> None:
         self._store = store
+        self._learning = learning  # told of a change: the stage asks the store again
 
     async def run(self, call: CommandCall) -> str:
         if call.stored.message.stream.kind is not StreamKind.GROUP:
@@ -27,6 +29,7 @@ class LearnedCommand:
         sid = call.stored.stream_id
         if len(words) == 2 and words[0] in ("忘", "删") and words[1].isdigit():
             gone = await self._store.forget(int(words[1]), sid)
+            self._learning.changed()
             return "删掉了，以后重新学。" if gone else f"这个群没有第 {words[1]} 条。"
         if words:
             return "用法：/学说话 看学会的；/学说话 忘 <编号> 删掉一条"
@@ -42,8 +45,9 @@ class BansCommand:
     name = "禁句"
     summary = "看不许我再说的话；/禁句 解 <编号> 解禁一条"
 
-    def __init__(self, store: LearnedStore) -> None:
+    def __init__(self, store: LearnedStore, learning: Learning) -> None:
         self._store = store
+        self._learning = learning
 
     async def run(self, call: CommandCall) -> str:
         if call.stored.message.stream.kind is not StreamKind.GROUP:
@@ -53,6 +57,7 @@ class BansCommand:
         if len(words) == 2 and words[0] in ("解", "解禁") and words[1].isdigit():
             owner = call.rank >= Audience.OWNER
             lifted = await self._store.lift(int(words[1]), sid, owner=owner)
+            self._learning.changed()
             return "解禁了。" if lifted else f"这里没有我能解的第 {words[1]} 条。"
         if words:
             return "用法：/禁句 看禁了哪些；/禁句 解 <编号> 解禁一条"

@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 from pallas.platform.http_params import RowId
+from pallas.product.classic.learning import Learning
 from pallas.product.classic.store import LearnedStore
 from pallas.product.ports import OwnerPage
 
@@ -31,7 +32,10 @@ LEARNED_PAGE = OwnerPage(
 )
 
 
-def learned_routes(store: LearnedStore, clock: Callable[[], datetime]) -> APIRouter:
+def learned_routes(
+    store: LearnedStore, learning: Learning, clock: Callable[[], datetime]
+) -> APIRouter:
+    """Every change here reaches the stage at once (the learning's generation)."""
     router = APIRouter()
 
     @router.get("/learned", tags=["learned"])
@@ -47,6 +51,7 @@ def learned_routes(store: LearnedStore, clock: Callable[[], datetime]) -> APIRou
     async def forget(pair_id: RowId) -> dict[str, bool]:
         if not await store.forget(pair_id, None):
             raise HTTPException(404, "没有这一条")
+        learning.changed()
         return {"forgotten": True}
 
     @router.post("/learned/pairs/{pair_id}/ban", tags=["learned"])
@@ -55,12 +60,14 @@ def learned_routes(store: LearnedStore, clock: Callable[[], datetime]) -> APIRou
         if pair is None:
             raise HTTPException(404, "没有这一条")
         await store.ban(pair.stream_id, pair, CONSOLE_ACTOR, clock())
+        learning.changed()
         return {"banned": True}
 
     @router.delete("/learned/bans/{ban_id}", tags=["learned"])
     async def lift(ban_id: RowId) -> dict[str, bool]:
         if not await store.lift_any(ban_id):
             raise HTTPException(404, "没有这一条")
+        learning.changed()
         return {"lifted": True}
 
     return router

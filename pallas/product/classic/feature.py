@@ -21,10 +21,10 @@ def install(plugs: Plugs) -> None:
     learning = Learning(store)
     plugs.add_stage(ClassicStage(ClassicParts(core, store, learning)), before="gate")
     plugs.add_lifespan(learning.start, learning.stop, name="learned lines")
-    plugs.add_command(LearnedCommand(store), Audience.ADMIN)
-    plugs.add_command(BansCommand(store), Audience.ADMIN)
+    plugs.add_command(LearnedCommand(store, learning), Audience.ADMIN)
+    plugs.add_command(BansCommand(store, learning), Audience.ADMIN)
     plugs.add_command(OptOutCommand(store, core.clock), Audience.MEMBER)
-    plugs.add_api_routes(learned_routes(store, core.clock))
+    plugs.add_api_routes(learned_routes(store, learning, core.clock))
     plugs.add_owner_page(LEARNED_PAGE)
 
 

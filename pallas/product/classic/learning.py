@@ -19,7 +19,10 @@ from loguru import logger
 
 from pallas.product.classic.store import LearnedStore, Said
 
-FLUSH_EVERY_S = 1.0  # a pair is usable within this (and the next message) of being said
+FLUSH_EVERY_S = 1.0  # sightings are written this often
+# A context's candidates are asked of the store again after this long: a pair is usable
+# within FLUSH_EVERY_S + FRESH_S of its answer being said (docs/classic.md says 10 s at most).
+FRESH_S = 3.0
 MAX_WAITING = 5_000  # sightings held at most; past it the oldest are dropped, and said so
 
 
@@ -42,8 +45,9 @@ class Learning:
         self._waiting: list[Sighting] = []
         self._known: set[str] | None = None  # None until read from the store
         self._task: asyncio.Task[None] | None = None
-        # Bumped whenever what the store answers may have changed (a flush, a ban): the
-        # stage's cache of candidates is good for one generation.
+        # Bumped when what the store answers changed at once (a ban, a pair forgotten, a ban
+        # lifted): the stage's cached candidates are good for one generation, and at most
+        # FRESH_S seconds for what learning adds.
         self.generation = 0
 
     def saw(self, sighting: Sighting) -> None:
@@ -84,7 +88,6 @@ class Learning:
             return
         if self._known is not None:
             self._known.update(s.context.hash for s in batch)
-        self.changed()
 
     async def _run(self) -> None:
         try:

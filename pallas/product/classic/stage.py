@@ -11,6 +11,7 @@ turn for it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from loguru import logger
 from pallas.core.actions import Origin, counts_as_speaking
 from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.core.text import typed_text
-from pallas.product.classic.learning import Learning, Sighting
+from pallas.product.classic.learning import FRESH_S, Learning, Sighting
 from pallas.product.classic.lines import (
     Candidate,
     Line,
@@ -67,9 +68,9 @@ class ClassicStage:
         self._spoke: BoundedCache[int, datetime] = BoundedCache(5_000)  # the bot, talking
         self._answered: BoundedCache[int, datetime] = BoundedCache(5_000)  # a learned line
         self._knobs: BoundedCache[int, tuple[dict[str, Any], ClassicKnobs]] = BoundedCache(5_000)
-        # (group, context) -> (the learning's generation, the candidates then)
-        self._found: BoundedCache[tuple[int, str], tuple[int, list[Candidate]]] = BoundedCache(
-            20_000
+        # (group, context) -> (the learning's generation, when asked, the candidates then)
+        self._found: BoundedCache[tuple[int, str], tuple[int, float, list[Candidate]]] = (
+            BoundedCache(20_000)
         )
 
     async def on_message(self, stored: StoredMessage) -> StageResult:
@@ -166,13 +167,14 @@ class ClassicStage:
         return StageResult(Verdict.HANDLED, "learned", action)
 
     async def _candidates(self, stream_id: int, context: str) -> list[Candidate]:
-        """The store's candidates, asked once per learning generation (about a second)."""
-        generation = self._parts.learning.generation
+        """The store's candidates for a context, asked again after FRESH_S (what learning
+        added since) or at once after a ban (the learning's generation)."""
+        generation, now = self._parts.learning.generation, time.monotonic()
         hit = self._found.get((stream_id, context))
-        if hit is not None and hit[0] == generation:
-            return hit[1]
+        if hit is not None and hit[0] == generation and now - hit[1] < FRESH_S:
+            return hit[2]
         found = await self._parts.store.candidates(stream_id, context)
-        self._found.put_all({(stream_id, context): (generation, found)})
+        self._found.put_all({(stream_id, context): (generation, now, found)})
         return found
 
     async def _model_can_answer(self, stored: StoredMessage) -> bool:
