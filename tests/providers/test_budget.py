@@ -227,3 +227,17 @@ async def test_the_cheaper_model_answers_first_past_its_share() -> None:
     budget.release(held)
     budget.shares = lambda: Shares(cheaper_from=0.5)  # no cheaper model named
     assert budget.cheaper_model() is None
+
+
+async def test_spent_out_says_when_no_model_will_be_called_today() -> None:
+    clock = Clock(LATE)
+    budget = DailyBudget(BudgetLimits(cost=0.02), clock)
+    assert not budget.spent_out()  # nothing known of today yet
+    budget.settle(await budget.reserve(Spend(0.01, 1)), Spend(0.015, 1))
+    assert not budget.spent_out()
+    held = await budget.reserve(Spend(0.01, 1))  # 0.015 spent + 0.01 held: at the cap
+    assert budget.spent_out()
+    budget.release(held)
+    assert not budget.spent_out()
+    clock.now = LATE + timedelta(hours=1)  # past the bot's midnight: a new day
+    assert not budget.spent_out()
