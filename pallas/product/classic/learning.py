@@ -34,6 +34,7 @@ class Sighting:
     segments: list[dict[str, Any]]
     person_id: int
     at: datetime
+    lines: tuple[int, int] = (0, 0)  # the context's and the answer's timeline rows
 
 
 class Learning:

@@ -30,6 +30,7 @@ class Line:
     at: float  # seconds, any clock
     sayable: bool  # may be said back as an answer
     to_bot: bool = False  # an @ of the bot or a reply to it: a call, not talk to learn from
+    message_id: int = 0  # its row in the timeline (a recall before the flush unlearns it)
 
 
 def key_of(text: str, segments: Sequence[Segment]) -> str:

@@ -109,6 +109,7 @@ class ClassicStage:
             at=msg.time.timestamp(),
             sayable=sayable(msg.segments),
             to_bot=to_bot,
+            message_id=stored.message_id,
         )
 
     async def _knobs_of(self, stream_id: int) -> ClassicKnobs:
@@ -135,6 +136,7 @@ class ClassicStage:
                 list(segments_json(stored.message.segments)),
                 answer.sender,
                 self._core.clock(),
+                (context.message_id, answer.message_id),
             )
         )
 

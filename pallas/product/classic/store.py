@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from pallas.product.classic.lines import Candidate
 from pallas.product.classic.tables import LearnedAnswerer, LearnedBan, LearnedOptOut, LearnedPair
 from pallas.store.database import Database
+from pallas.store.models import Message
 
 RECOUNT_AFTER = timedelta(minutes=10)  # one person saying it again counts after this long
 CANDIDATES = 20
@@ -59,7 +60,11 @@ class LearnedStore:
             return
         async with self._writes.begin() as conn:
             out = await _opted_out(conn, {s.person_id for s in sightings})
-            kept = [s for s in sightings if s.person_id not in out]
+            recalled = await _recalled(conn, {line for s in sightings for line in s.lines})
+            kept = [
+                s for s in sightings
+                if s.person_id not in out and not recalled.intersection(s.lines)
+            ]  # fmt: skip
             if kept:
                 ids = await _pair_ids(conn, kept)
                 await _count(conn, kept, ids)
@@ -195,6 +200,14 @@ def _pair_key(s: Any) -> tuple[int, str, str]:
 async def _opted_out(conn: AsyncConnection, people: set[int]) -> set[int]:
     found = await conn.execute(
         select(LearnedOptOut.person_id).where(LearnedOptOut.person_id.in_(people))
+    )
+    return set(found.scalars())
+
+
+async def _recalled(conn: AsyncConnection, lines: set[int]) -> set[int]:
+    """The lines recalled since they were said: a pair is never learned from one."""
+    found = await conn.execute(
+        select(Message.id).where(Message.id.in_(lines - {0}), Message.recalled.is_(True))
     )
     return set(found.scalars())
 

@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.classic.learning import Sighting
 from pallas.product.classic.lines import hashed
 from pallas.product.classic.store import LearnedStore, Said
+from pallas.store.timeline import MessageWritten, TimelineWriter
+from tests.support.inbound import group, message, recall
 
 T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 MORNING, HELLO = Said(hashed("早"), "早"), Said(hashed("早上好呀"), "早上好呀")
@@ -57,3 +59,17 @@ async def test_candidates_here_and_elsewhere_less_the_banned(engine: AsyncEngine
     assert not await store.lift(ban_all.id, 1, owner=False)  # an admin cannot lift it
     assert await store.lift(ban_all.id, 1, owner=True)
     assert await store.context_hashes() == {MORNING.hash}
+
+
+async def test_a_line_recalled_before_the_flush_teaches_nothing(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    line = message("早上好呀", stream=group("700"), user_id="5")
+    said = await writer.write(line)
+    assert isinstance(said, MessageWritten)
+    await writer.write(recall(line.platform_message_id, stream=group("700")))
+    store = LearnedStore(engine)
+    kept = Sighting(1, MORNING, HELLO, WORDS, 5, T0, (0, said.message_id))
+    await store.learn_many([kept, saw(6, T0)])
+    [pair] = await store.pairs(1)
+    assert pair.answerers == 1  # only the line not recalled
