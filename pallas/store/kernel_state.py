@@ -125,6 +125,15 @@ async def save_policy_overrides(
         )
 
 
+async def message_text(engine: AsyncEngine, stream_id: int, platform_message_id: str) -> str:
+    """A stored message's text ("" when it is not in the timeline)."""
+    query = select(Message.text).where(
+        Message.stream_id == stream_id, Message.platform_message_id == platform_message_id
+    )
+    async with engine.connect() as conn:
+        return str((await conn.execute(query.limit(1))).scalar() or "")
+
+
 async def is_bot_message(engine: AsyncEngine, stream_id: int, platform_message_id: str) -> bool:
     query = select(Message.from_bot).where(
         Message.stream_id == stream_id, Message.platform_message_id == platform_message_id

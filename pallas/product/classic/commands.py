@@ -3,6 +3,7 @@ what is banned, for its admins; opting out of being learned from, for everyone."
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -12,6 +13,7 @@ from pallas.product.classic.store import LearnedStore
 from pallas.product.conversation.commands import Audience, CommandCall
 
 GROUPS_ONLY = "这个命令要在群里用。"
+_ID = re.compile(r"[0-9]{1,18}")
 
 
 class LearnedCommand:
@@ -27,7 +29,7 @@ class LearnedCommand:
             return GROUPS_ONLY
         words = call.args.split()
         sid = call.stored.stream_id
-        if len(words) == 2 and words[0] in ("忘", "删") and words[1].isdigit():
+        if len(words) == 2 and words[0] in ("忘", "删") and _ID.fullmatch(words[1]):
             gone = await self._store.forget(int(words[1]), sid)
             self._learning.changed()
             return "删掉了，以后重新学。" if gone else f"这个群没有第 {words[1]} 条。"
@@ -54,7 +56,7 @@ class BansCommand:
             return GROUPS_ONLY
         words = call.args.split()
         sid = call.stored.stream_id
-        if len(words) == 2 and words[0] in ("解", "解禁") and words[1].isdigit():
+        if len(words) == 2 and words[0] in ("解", "解禁") and _ID.fullmatch(words[1]):
             owner = call.rank >= Audience.OWNER
             lifted = await self._store.lift(int(words[1]), sid, owner=owner)
             self._learning.changed()

@@ -3,7 +3,7 @@ pair, banning or lifting one; the page's script draws from these routes.
 
   GET    /pallas/api/learned                  pairs (most established first) and bans
   DELETE /pallas/api/learned/pairs/{id}       forget a pair (it may be learned again)
-  POST   /pallas/api/learned/pairs/{id}/ban   ban its answer for its context, in its group
+  POST   /pallas/api/learned/pairs/{id}/ban   ban its answer for its context, in every group
   DELETE /pallas/api/learned/bans/{id}        lift a ban
 """
 
@@ -59,7 +59,7 @@ def learned_routes(
         pair = await store.pair(pair_id)
         if pair is None:
             raise HTTPException(404, "没有这一条")
-        await store.ban(pair.stream_id, pair, CONSOLE_ACTOR, clock())
+        await store.ban(None, pair, CONSOLE_ACTOR, clock())  # the owner's: every group
         learning.changed()
         return {"banned": True}
 

@@ -35,6 +35,7 @@ class Sighting:
     person_id: int
     at: datetime
     lines: tuple[int, int] = (0, 0)  # the context's and the answer's timeline rows
+    context_person: int = 0  # who said the context (an opted-out member teaches nothing)
 
 
 class Learning:

@@ -7,6 +7,7 @@ Time and the random roll are passed in; nothing here reads the store.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from pallas.product.teaching.guard import find_vulgar, normalise
 
 MAX_CONTEXT_CHARS = 60  # longer messages are conversation, not a formula the group repeats
 MAX_ANSWER_CHARS = 80
+# Tone marks do not make another line: "早", "早~" and "早！" are one context (and one ban).
+_PUNCTUATION = re.compile(r"[~～!！?？。.,，、…·\-—_]+")
 PAIR_GAP_S = 120.0  # an answer comes soon after its context, or it answers something else
 # What a learned answer may hold: words, QQ faces, pictures the platform can send again.
 _SAYABLE = frozenset({SegmentKind.TEXT, SegmentKind.FACE, SegmentKind.IMAGE})
@@ -41,7 +44,7 @@ def key_of(text: str, segments: Sequence[Segment]) -> str:
         if seg.kind is SegmentKind.REPLY:
             continue
         if seg.kind is SegmentKind.TEXT:
-            parts.append("".join(seg.text.split()).casefold())
+            parts.append(_PUNCTUATION.sub("", "".join(seg.text.split())).casefold())
         elif seg.kind is SegmentKind.FACE and seg.target:
             parts.append(f"[face:{seg.target}]")
         elif seg.kind is SegmentKind.IMAGE and seg.media is not None and seg.media.file:
@@ -105,8 +108,11 @@ class Candidate:
 
 
 def chance(candidate: Candidate, rules: AnswerRules) -> float:
-    if not candidate.here and candidate.count < rules.other_groups_min_count:
-        return 0.0
+    if not candidate.here and (
+        candidate.count < rules.other_groups_min_count
+        or candidate.answerers < rules.min_answerers
+    ):
+        return 0.0  # another group's pair: many sightings, and from several people
     if candidate.count >= rules.min_count and candidate.answerers >= rules.min_answerers:
         return 1.0
     if candidate.count < 2:

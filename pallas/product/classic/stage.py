@@ -137,6 +137,7 @@ class ClassicStage:
                 answer.sender,
                 self._core.clock(),
                 (context.message_id, answer.message_id),
+                context.sender,
             )
         )
 
@@ -158,7 +159,10 @@ class ClassicStage:
             return CONTINUE
         action = self._core.action_ids()
         segments = tuple(Segment.from_json(dict(s)) for s in pick.segments)
-        key = f"learned:{stored.message_id}:{pick.pair_id}"
+        # What was said, by hashes: a ban quoting it needs no pair row (it may be forgotten).
+        pair = await self._parts.store.pair(pick.pair_id)
+        hashes = f"{pair.context_hash}:{pair.answer_hash}" if pair is not None else ":"
+        key = f"learned:{stored.message_id}:{hashes}"
         outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.LEARNED)
         try:
             await self._core.sender.send(outgoing)
@@ -198,15 +202,17 @@ class ClassicStage:
         if not owner and msg.sender.role not in ("owner", "admin"):
             return False
         key = await core.outbox.key_of_sent(stored.stream_id, msg.reply_to)
-        if key is None or not key.startswith("learned:"):
+        parts = key.split(":") if key is not None else []
+        if len(parts) != 4 or parts[0] != "learned" or not parts[2] or not parts[3]:
             return False
-        pair = await self._parts.store.pair(int(key.rsplit(":", 1)[1]))
-        if pair is None:
-            return False
+        said = await kernel_state.message_text(core.engine, stored.stream_id, msg.reply_to)
+        written = await self._parts.store.context_text(parts[2])
+        context, answer = Said(parts[2], written), Said(parts[3], said[:200])
         where = None if owner else stored.stream_id  # an owner's ban holds everywhere
-        await self._parts.store.ban(where, pair, stored.sender_person_id, core.clock())
+        await self._parts.store.ban_said(where, context, answer, stored.sender_person_id,
+                                         core.clock())  # fmt: skip
         self._parts.learning.changed()
-        logger.info("learned line {} banned in {}", pair.id, where or "every group")
+        logger.info("learned line {} banned in {}", parts[3], where or "every group")
         action = core.action_ids()
         words = (Segment(SegmentKind.TEXT, text=BANNED),)
         key = f"learned.ban:{stored.message_id}"

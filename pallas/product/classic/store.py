@@ -59,11 +59,13 @@ class LearnedStore:
         if not sightings:
             return
         async with self._writes.begin() as conn:
-            out = await _opted_out(conn, {s.person_id for s in sightings})
+            people = {p for s in sightings for p in (s.person_id, s.context_person)}
+            out = await _opted_out(conn, people)
             recalled = await _recalled(conn, {line for s in sightings for line in s.lines})
             kept = [
                 s for s in sightings
-                if s.person_id not in out and not recalled.intersection(s.lines)
+                if not out.intersection((s.person_id, s.context_person))
+                and not recalled.intersection(s.lines)
             ]  # fmt: skip
             if kept:
                 ids = await _pair_ids(conn, kept)
@@ -90,7 +92,12 @@ class LearnedStore:
         query = (
             select(LearnedPair)
             .where(LearnedPair.context_hash == context_hash, ~banned)
-            .order_by(LearnedPair.answerers.desc(), LearnedPair.count.desc())
+            # This group's own first: other groups' common answers never crowd them out.
+            .order_by(
+                (LearnedPair.stream_id == stream_id).desc(),
+                LearnedPair.answerers.desc(),
+                LearnedPair.count.desc(),
+            )
             .limit(CANDIDATES)
         )
         async with self._engine.connect() as conn:
@@ -103,13 +110,43 @@ class LearnedStore:
         return None if row is None else LearnedPair(**row._mapping)
 
     async def ban(self, stream_id: int | None, pair: LearnedPair, by: int, now: datetime) -> None:
+        await self.ban_said(
+            stream_id,
+            Said(pair.context_hash, pair.context_text),
+            Said(pair.answer_hash, pair.answer_text),
+            by,
+            now,
+        )
+
+    async def ban_said(
+        self, stream_id: int | None, context: Said, answer: Said, by: int, now: datetime
+    ) -> None:
+        """Ban an answer for a context (here, or everywhere with no group); a ban already
+        there is kept, not doubled (one lift lifts it)."""
+        where = LearnedBan.stream_id.is_(None) if stream_id is None else (
+            LearnedBan.stream_id == stream_id
+        )
         row = {
-            "stream_id": stream_id, "context_hash": pair.context_hash,
-            "context_text": pair.context_text, "answer_hash": pair.answer_hash,
-            "answer_text": pair.answer_text, "banned_by": by, "created_at": now,
+            "stream_id": stream_id, "context_hash": context.hash, "context_text": context.text,
+            "answer_hash": answer.hash, "answer_text": answer.text, "banned_by": by,
+            "created_at": now,
         }  # fmt: skip
         async with self._writes.begin() as conn:
-            await conn.execute(insert(LearnedBan), [row])
+            there = await conn.scalar(
+                select(LearnedBan.id).where(
+                    where,
+                    LearnedBan.context_hash == context.hash,
+                    LearnedBan.answer_hash == answer.hash,
+                )
+            )
+            if there is None:
+                await conn.execute(insert(LearnedBan), [row])
+
+    async def context_text(self, context_hash: str) -> str:
+        """How a context was written when learned ("" when no pair has it any more)."""
+        query = select(LearnedPair.context_text).where(LearnedPair.context_hash == context_hash)
+        async with self._engine.connect() as conn:
+            return str(await conn.scalar(query.limit(1)) or "")
 
     async def bans(self, stream_id: int) -> list[BanRow]:
         query = (
