@@ -110,7 +110,13 @@ async def _job_idle(runtime: Runtime) -> bool:
 
 
 def last_prompt(server: FakeModelServer) -> str:
-    return str(server.requests_for(MODEL)[-1].body["messages"][-1]["content"])
+    """The newest turn's prompt: an extraction may run (and call the model) after the turn."""
+    turns = [r for r in server.requests_for(MODEL) if "reply" in _tool_names(r.body)]
+    return str(turns[-1].body["messages"][-1]["content"])
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
 
 
 def offered(server: FakeModelServer) -> set[str]:
