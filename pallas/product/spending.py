@@ -7,7 +7,9 @@ Both messages go through the outbox under a key per day, so a restart does not r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import date
 
 from loguru import logger
@@ -89,3 +91,24 @@ async def _account(engine: AsyncEngine, stream_id: int | None) -> tuple[str, str
 
 
 __all__ = ["CHAT_NOTICE", "owners_notice", "spent_words", "tell_owners"]
+
+
+class CapsRefused(ValueError):
+    """What the owner asked for cannot be a cap; the message says why (Chinese)."""
+
+
+def caps_asked(current: BudgetLimits, cost: str | None, tokens: str | None) -> BudgetLimits:
+    """Today's caps from a form or a request: an empty value keeps that cap as it is."""
+    wanted = current
+    try:
+        if cost not in (None, ""):
+            wanted = replace(wanted, cost=float(str(cost)))
+        if tokens not in (None, ""):
+            wanted = replace(wanted, tokens=int(str(tokens)))
+    except ValueError:
+        raise CapsRefused("上限要填数字") from None
+    if wanted.cost is not None and not math.isfinite(wanted.cost):
+        raise CapsRefused("上限要填数字")  # "nan" or "inf" would turn the cap off unseen
+    if (wanted.cost or 0) < 0 or (wanted.tokens or 0) < 0:
+        raise CapsRefused("上限不能是负数")
+    return wanted

@@ -3,11 +3,8 @@ from the chat (docs/cost.md). Tomorrow the caps of `.env` hold again."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-
 from pallas.product.conversation.commands import CommandCall
-from pallas.product.spending import spent_words
+from pallas.product.spending import CapsRefused, caps_asked, spent_words
 from pallas.providers.budget import BudgetLimits, DailyBudget
 
 USAGE = (
@@ -39,13 +36,13 @@ class BudgetCommand:
 
 def today_caps(current: BudgetLimits, words: list[str]) -> BudgetLimits | None:
     """The caps an owner asks for (pure): `<amount>` or `tokens <count>`; None: not understood."""
-    try:
-        if len(words) == 2 and words[0].lower() in ("tokens", "token", "用量"):
-            tokens = int(words[1])
-            return replace(current, tokens=tokens) if tokens >= 0 else None
-        if len(words) == 1:
-            cost = float(words[0])
-            return replace(current, cost=cost) if math.isfinite(cost) and cost >= 0 else None
-    except ValueError:
+    if len(words) == 2 and words[0].lower() in ("tokens", "token", "用量"):
+        cost, tokens = None, words[1]
+    elif len(words) == 1:
+        cost, tokens = words[0], None
+    else:
         return None
-    return None
+    try:
+        return caps_asked(current, cost, tokens)
+    except CapsRefused:
+        return None

@@ -65,7 +65,7 @@ def learned_routes(
 
     @router.delete("/learned/bans/{ban_id}", tags=["learned"])
     async def lift(ban_id: RowId) -> dict[str, bool]:
-        if not await store.lift_any(ban_id):
+        if not await store.lift(ban_id, None, owner=True):
             raise HTTPException(404, "没有这一条")
         learning.changed()
         return {"lifted": True}

@@ -105,6 +105,7 @@ class Candidate:
     here: bool  # learned in this group
     segments: tuple[dict[str, object], ...]
     text: str
+    answer_hash: str = ""  # what a ban of the said line names
 
 
 def chance(candidate: Candidate, rules: AnswerRules) -> float:

@@ -160,9 +160,7 @@ class ClassicStage:
         action = self._core.action_ids()
         segments = tuple(Segment.from_json(dict(s)) for s in pick.segments)
         # What was said, by hashes: a ban quoting it needs no pair row (it may be forgotten).
-        pair = await self._parts.store.pair(pick.pair_id)
-        hashes = f"{pair.context_hash}:{pair.answer_hash}" if pair is not None else ":"
-        key = f"learned:{stored.message_id}:{hashes}"
+        key = f"learned:{stored.message_id}:{context}:{pick.answer_hash}"
         outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.LEARNED)
         try:
             await self._core.sender.send(outgoing)

@@ -159,13 +159,15 @@ class LearnedStore:
             rows = (await conn.execute(query)).all()
         return [BanRow(r.id, r.stream_id is None, r.context_text, r.answer_text) for r in rows]
 
-    async def lift(self, ban_id: int, stream_id: int, *, owner: bool) -> bool:
-        """Lift a ban of this group (an owner's everywhere-ban only by an owner)."""
-        where = LearnedBan.stream_id == stream_id
-        if owner:
-            where = or_(where, LearnedBan.stream_id.is_(None))
+    async def lift(self, ban_id: int, stream_id: int | None, *, owner: bool) -> bool:
+        """Lift a ban: of this group, an owner's everywhere-ban only by an owner; with no
+        group (the console), any ban."""
+        where = LearnedBan.id == ban_id
+        if stream_id is not None:
+            here = LearnedBan.stream_id == stream_id
+            where = where & (or_(here, LearnedBan.stream_id.is_(None)) if owner else here)
         async with self._writes.begin() as conn:
-            done = await conn.execute(delete(LearnedBan).where(LearnedBan.id == ban_id, where))
+            done = await conn.execute(delete(LearnedBan).where(where))
         return bool(done.rowcount)
 
     async def pairs(self, stream_id: int | None, limit: int = 20) -> list[PairRow]:
@@ -205,11 +207,6 @@ class LearnedStore:
             for r in rows
         ]
 
-    async def lift_any(self, ban_id: int) -> bool:
-        async with self._writes.begin() as conn:
-            done = await conn.execute(delete(LearnedBan).where(LearnedBan.id == ban_id))
-        return bool(done.rowcount)
-
     async def opted_out(self, person_id: int) -> bool:
         query = select(LearnedOptOut.person_id).where(LearnedOptOut.person_id == person_id)
         async with self._engine.connect() as conn:
@@ -227,7 +224,9 @@ class LearnedStore:
 def _candidate(row: Any, stream_id: int) -> Candidate:
     here = row.stream_id == stream_id
     segments = tuple(row.answer_segments)
-    return Candidate(row.id, row.count, row.answerers, here, segments, row.answer_text)
+    return Candidate(
+        row.id, row.count, row.answerers, here, segments, row.answer_text, row.answer_hash
+    )
 
 
 def _pair_key(s: Any) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""Learned lines' tables (the feature's own migration branch, classic_0001)."""
+"""Learned lines' tables (core migration 0020, as every built-in feature's)."""
 
 from __future__ import annotations
 
