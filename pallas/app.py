@@ -31,6 +31,8 @@ from pallas.platform.sandbox import SandboxHub, SandboxOutlet
 from pallas.product.chat_commands.budget import BudgetCommand
 from pallas.product.chat_commands.character import CharacterCommand
 from pallas.product.chat_commands.commands import ChatCommandDeps, install_chat_commands
+from pallas.product.conversation.accounts.book import AccountBook, AccountRules
+from pallas.product.conversation.accounts.routing import AccountRouting
 from pallas.product.conversation.commands import Audience, CommandStage, Syntax
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.delivery.pacing import DeliveryPolicy
@@ -172,6 +174,7 @@ class Delivery:
     sender: OutboxDelivery
     pacing: LivePacing  # what the dispatcher reads at every send (the `delivery` section)
     safety: Live[OutgoingSafety]  # the link rule the screen reads (the `outgoing` section)
+    accounts: AccountBook  # which account answers and speaks in a group (docs/accounts.md)
 
 
 @dataclass
@@ -209,6 +212,7 @@ class Runtime:
         delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel)
         conversation.runner.queued_replies = delivery.outbox.waiting_messages
         conversation.ingress.plug_origins(delivery.dispatcher.in_flight.origin_of)
+        conversation.ingress.plug_accounts(delivery.accounts)
         jobs = Jobs(JobStore(database.engine), utc_now)
         tools = build_tools(database.engine, settings.pallas_data_dir,
                             search_api_url=settings.web_search_api_url,
@@ -253,6 +257,7 @@ class Runtime:
         self.recorders.start(log_calls=not self.models.catalog.empty)
         await self.tools.book.purge_essential_switches(utc_now())
         await self.settings_registry.restore()  # the model choice, the reply limits
+        await self.delivery.accounts.load()
         await self.delivery.dispatcher.recover()
         self.delivery.dispatcher.start()
         await self._recover_turns()
@@ -335,7 +340,8 @@ def _conversation(
             turn_buffers=turn_buffers,
             activities=activities,
             policies=policies,
-            names=tuple(settings.nickname),
+            # A name only one account answers to is a call too (docs/accounts.md).
+            names=(*settings.nickname, *_account_rules(settings).all_names),
             clock=utc_now,
             lottery_seed=LOTTERY_SEED,
         )
@@ -369,10 +375,17 @@ def _delivery(
     words = load_words(OUTGOING_WORDS_FILE)  # the owner's, beside the built-in lexicon
     safety = Live(OutgoingSafety())  # the console's link rule
     screen = OutgoingScreen(words, partial(link_rule_of, safety))
-    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now, screen=screen)
+    accounts = AccountBook(engine, outlet.is_connected, _account_rules(settings))
+    dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now, screen=screen,
+                                  route=AccountRouting(accounts))  # fmt: skip
     checked = asset_checker(_assets_folder(settings))
-    sender = OutboxDelivery(outbox, dispatcher, utc_now, checked)
-    return Delivery(outbox, dispatcher, sender, pacing, safety)
+    sender = OutboxDelivery(outbox, dispatcher, utc_now, checked, accounts.answering_account)
+    return Delivery(outbox, dispatcher, sender, pacing, safety, accounts)
+
+
+def _account_rules(settings: Settings) -> AccountRules:
+    names = {account: tuple(names) for account, names in settings.pallas_account_names.items()}
+    return AccountRules(names, settings.pallas_account_handover)
 
 
 def _core_services(

@@ -33,6 +33,7 @@ _EXPECTED = {
     "PALLAS_TRUSTED_PROXIES": 'a JSON list of addresses or networks such as ["127.0.0.1"]',
     "PALLAS_FEATURES_OFF": 'a JSON list of feature names such as ["responders"]',
     "PALLAS_FEATURE_MODULES": 'a JSON list of module paths such as ["my_bot.my_feature"]',
+    "PALLAS_ACCOUNT_NAMES": 'a JSON object of QQ ids to names such as {"10002": ["小二"]}',
 }
 
 
@@ -69,6 +70,10 @@ class Settings(BaseSettings):
     command_start: list[str] = Field(default_factory=lambda: ["/"])
     command_sep: list[str] = Field(default_factory=lambda: ["."])
     pallas_blocked_users: list[str] = Field(default_factory=list)  # silenced: recorded only
+    # Several accounts (docs/accounts.md): names only one account answers to, and whether a
+    # disconnected account's queued replies may go out through another in the same group.
+    pallas_account_names: dict[str, list[str]] = Field(default_factory=dict)
+    pallas_account_handover: bool = False
     pallas_data_dir: Path = Path("data")
     pallas_database_url: str = ""
     llm_base_url: str = ""
@@ -170,6 +175,18 @@ class Settings(BaseSettings):
         if not value:
             raise ValueError('expected at least one command start, such as ["/"]')
         return value
+
+    @field_validator("pallas_account_names")
+    @classmethod
+    def _account_names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        cleaned = {}
+        for account, names in value.items():
+            if not account.strip().isdigit():
+                raise ValueError(f"expected QQ ids as keys, got {account!r}")
+            kept = [name.strip() for name in names if name.strip()]
+            if kept:
+                cleaned[account.strip()] = kept
+        return cleaned
 
     @field_validator("nickname")
     @classmethod

@@ -127,6 +127,9 @@ class InboundMessage:
     via_group: str | None = None
     # The bot's own message: which part of the bot sent it, when known.
     origin: Origin | None = None
+    # QQ's own sequence number in the chat: the same for every account that sees the message
+    # (its platform id is each account's own), when the platform reports it.
+    qq_seq: str | None = None
 
     @property
     def mentions_me(self) -> bool:

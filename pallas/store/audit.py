@@ -50,6 +50,8 @@ class EventKind(StrEnum):
     DELIVERY_EXPIRED = "delivery_expired"  # waited too long to be worth sending
     DELIVERY_DROPPED = "delivery_dropped"  # an unsolicited reply given up (backpressure)
     DELIVERY_RECOVERED = "delivery_recovered"  # a send cut by a crash, settled at start-up
+    # A disconnected or removed account's row, sent through another account in the group.
+    DELIVERY_HANDED_OVER = "delivery_handed_over"
     OUTGOING_BLOCKED = "outgoing_blocked"  # the outgoing screen refused a message (its rule)
     OUTGOING_REWRITTEN = "outgoing_rewritten"  # ... or masked part of it (its rules)
     # The bot's own initiative (docs/persona.md)

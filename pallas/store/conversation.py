@@ -15,6 +15,7 @@ from sqlalchemy import Row, Select, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import StreamKey, StreamKind
+from pallas.store.identities import stream_where
 from pallas.store.models import Identity, Member, Message, Person, Stream
 
 _LIKE_ESCAPE = "\\"
@@ -213,12 +214,8 @@ def _line(row: Row[Any]) -> WindowLine:
 async def chat_of(
     engine: AsyncEngine, platform: str, self_id: str, kind: str, external_id: str
 ) -> int | None:
-    """A chat of the account: a group by its number, a private chat by the other's id."""
-    query = select(Stream.id).where(
-        Stream.platform == platform,
-        Stream.self_id == self_id,
-        Stream.kind == kind,
-        Stream.external_id == external_id,
-    )
+    """A chat of the account: a group by its number (every account's), a private chat by
+    the other's id."""
+    query = select(Stream.id).where(*stream_where(platform, self_id, kind, external_id))
     async with engine.connect() as conn:
         return await conn.scalar(query)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -27,8 +28,25 @@ class KnownUser:
     nickname: str
 
 
+def chat_key(key: StreamKey) -> StreamKey:
+    """The key a chat's row is found by: a group is every account's (its row keeps the
+    account that saw it first), a private chat is one account's."""
+    if key.kind is StreamKind.GROUP:
+        return StreamKey(key.platform, "", key.kind, key.external_id)
+    return key
+
+
+def stream_where(platform: str, self_id: str, kind: str, external_id: str) -> list[Any]:
+    """The conditions that find a chat's row (see chat_key)."""
+    where = [Stream.platform == platform, Stream.kind == kind, Stream.external_id == external_id]
+    if kind != StreamKind.GROUP.value:
+        where.append(Stream.self_id == self_id)
+    return where
+
+
 class StreamResolver:
-    """stream key -> stream.id, creating rows on first sight."""
+    """stream key -> stream.id, creating rows on first sight. Every account's key of a group
+    finds the group's one row."""
 
     def __init__(self, cache_size: int = 10_000) -> None:
         self._cache: BoundedCache[StreamKey, int] = BoundedCache(cache_size)
@@ -50,10 +68,8 @@ class StreamResolver:
                     Stream.id, Stream.platform, Stream.self_id, Stream.kind, Stream.external_id
                 ).where(Stream.external_id.in_({key.external_id for key in missing}))
             )
-            for row in result:
-                key = StreamKey(row.platform, row.self_id, StreamKind(row.kind), row.external_id)
-                if key in missing:
-                    found[key] = row.id
+            rows = {chat_key(_key_of(row)): row.id for row in result}
+            found.update({key: rows[chat_key(key)] for key in missing if chat_key(key) in rows})
         return found
 
     def remember(self, resolved: dict[StreamKey, int]) -> None:
@@ -157,6 +173,10 @@ async def unknown_user_ids(engine: AsyncEngine, platform: str, user_ids: Iterabl
     async with engine.connect() as conn:
         known = set((await conn.execute(query)).scalars())
     return wanted - known
+
+
+def _key_of(row: Any) -> StreamKey:
+    return StreamKey(row.platform, row.self_id, StreamKind(row.kind), row.external_id)
 
 
 def _stream_row(key: StreamKey, now: datetime) -> dict[str, object]:

@@ -25,11 +25,27 @@ from pallas.store.schema_base import NAMING, Base, Id, UtcDateTime
 __all__ = ["NAMING", "Base", "Id", "UtcDateTime"]
 
 
+GROUP_KIND_SQL = "kind = 'group'"
+
+
 class Stream(Base):
-    """A conversation: one group or one private chat, as seen by one bot account."""
+    """A conversation: one group (shared by every account of the bot in it) or one private
+    chat (one account's). A group's `self_id` is the account that saw it first; which
+    account speaks there is decided per message (docs/accounts.md)."""
 
     __tablename__ = "stream"
-    __table_args__ = (UniqueConstraint("platform", "self_id", "kind", "external_id"),)
+    __table_args__ = (
+        UniqueConstraint("platform", "self_id", "kind", "external_id"),
+        # One row per group, whichever accounts see it.
+        Index(
+            "uq_stream_group",
+            "platform",
+            "external_id",
+            unique=True,
+            sqlite_where=text(GROUP_KIND_SQL),
+            postgresql_where=text(GROUP_KIND_SQL),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     platform: Mapped[str] = mapped_column(String(16))
@@ -88,6 +104,8 @@ class Message(Base):
         UniqueConstraint("stream_id", "platform_message_id"),
         Index("ix_message_stream_id_id", "stream_id", "id"),
         Index("ix_message_time_id", "time", "id"),  # periodic scans resume by (time, id)
+        # QQ's own sequence number: the same message seen by several accounts is one row.
+        Index("uq_message_stream_id_seq_key", "stream_id", "seq_key", unique=True),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -110,6 +128,34 @@ class Message(Base):
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
     # The turn that consumed this message; empty while it waits (or was never admitted).
     turn_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The account whose copy was stored (its `platform_message_id`); empty before 0021.
+    account: Mapped[str | None] = mapped_column(String(32))
+    # What QQ keeps the same for every account (`s:<real_seq>`), when the platform says.
+    seq_key: Mapped[str | None] = mapped_column(String(64))
+
+
+class MessageCopy(Base):
+    """Another account's copy of a stored message: its own id for it (a recall, a quote and
+    a reaction name the message by the id of the account they come through)."""
+
+    __tablename__ = "message_copy"
+    __table_args__ = (Index("ix_message_copy_platform_message_id", "platform_message_id"),)
+
+    message_id: Mapped[int] = mapped_column(Id, ForeignKey("message.id"), primary_key=True)
+    self_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    platform_message_id: Mapped[str] = mapped_column(String(64))
+
+
+class StreamAccount(Base):
+    """An account of the bot in a group: seen there, and whether it is still a member."""
+
+    __tablename__ = "stream_account"
+
+    stream_id: Mapped[int] = mapped_column(Id, ForeignKey("stream.id"), primary_key=True)
+    self_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    left_at: Mapped[datetime | None] = mapped_column(UtcDateTime())  # kicked, or left
 
 
 class Event(Base):
@@ -258,6 +304,8 @@ class OutboxItem(Base):
     # Set by senders that may run twice for the same cause (a responder re-run at start-up):
     # the second enqueue finds the first row instead of adding another.
     idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    # The account that sends it; empty: the group's speaker when it goes (docs/accounts.md).
+    account: Mapped[str | None] = mapped_column(String(32))
 
 
 class Job(Base):

@@ -80,6 +80,9 @@ class OutboxRow:
     updated_at: datetime  # for a `sending` row: when the send began
     origin: str = Origin.AGENT_REPLY
     stream_since: datetime | None = None  # when the bot first saw the chat (a new group's warm-up)
+    # The account it was queued for; None: the group's speaker when it goes. `stream.self_id`
+    # is the account it goes through (this one, else the one the chat's row keeps).
+    account: str | None = None
 
 
 class OutboxStore:
@@ -100,6 +103,7 @@ class OutboxStore:
         max_waiting: int | None = None,
         key: str | None = None,
         origin: Origin = Origin.AGENT_REPLY,
+        account: str | None = None,
     ) -> Enqueued:
         """The reply record (when there are bubbles) and its rows, in one transaction.
 
@@ -135,7 +139,7 @@ class OutboxStore:
             for item in items:
                 due += timedelta(seconds=item.delay_s)
                 values = _row(reply_id, turn_id, stream_id, item, due, now)
-                values |= {"direct": direct, "origin": origin.value}
+                values |= {"direct": direct, "origin": origin.value, "account": account}
                 if keys:
                     values["idempotency_key"] = keys[len(ids)]
                 result = await conn.execute(insert(OutboxItem).values(**values))
@@ -387,6 +391,7 @@ def _row_query() -> Any:
         OutboxItem.created_at,
         OutboxItem.updated_at,
         OutboxItem.origin,
+        OutboxItem.account,
         Stream.platform,
         Stream.self_id,
         Stream.kind.label("stream_kind"),
@@ -401,7 +406,9 @@ def _outbox_row(row: Any) -> OutboxRow:
         reply_id=row.reply_id,
         turn_id=row.turn_id,
         stream_id=row.stream_id,
-        stream=StreamKey(row.platform, row.self_id, StreamKind(row.stream_kind), row.external_id),
+        stream=StreamKey(
+            row.platform, row.account or row.self_id, StreamKind(row.stream_kind), row.external_id
+        ),
         kind=row.kind,
         payload=dict(row.payload),
         status=row.status,
@@ -411,6 +418,7 @@ def _outbox_row(row: Any) -> OutboxRow:
         updated_at=row.updated_at,
         origin=row.origin,
         stream_since=row.stream_since,
+        account=row.account,
     )
 
 

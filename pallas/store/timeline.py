@@ -23,6 +23,7 @@ from pallas.core.inbound import (
     MemberProfile,
     NoticeKind,
     Recall,
+    StreamKind,
 )
 from pallas.store.audit import EventKind
 from pallas.store.database import Database
@@ -32,6 +33,16 @@ from pallas.store.identities import KnownUser, PersonResolver, StreamResolver, U
 from pallas.store.members import GroupDirectory
 from pallas.store.models import Event, Message
 from pallas.store.poke_echoes import merge_own_poke_echoes
+from pallas.store.shared_chats import (
+    COPY_WINDOW_S,
+    CopyOf,
+    GroupAccounts,
+    copies_by_seq,
+    copy_by_content,
+    keep_copies,
+    message_by_copy,
+    notice_seen,
+)
 from pallas.store.sql import insert_ignoring_conflicts
 
 
@@ -41,6 +52,7 @@ class MessageWritten:
     stream_id: int
     person_id: int
     duplicate: bool
+    copy: bool = False  # the duplicate is another account's copy of the message
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,7 @@ class NoticeWritten:
     stream_id: int
     person_id: int | None  # None when the notice names nobody (a whole-group ban, say)
     message_id: int | None = None  # the message concerned, when it is in the timeline
+    duplicate: bool = False  # another account reported the same join or leave already
 
 
 WriteOutcome = MessageWritten | NoticeWritten
@@ -76,6 +89,7 @@ class TimelineWriter:
         self._streams = StreamResolver()
         self._people = PersonResolver()
         self._groups = GroupDirectory()
+        self._accounts = GroupAccounts()
         self._committer: GroupCommitter[InboundEvent, WriteOutcome] = GroupCommitter(
             "timeline writer",
             self._apply,
@@ -100,12 +114,14 @@ class TimelineWriter:
                 streams = await self._streams.resolve(conn, {i.stream for i in items}, now)
                 people = await self._people.resolve(conn, _users(items), now)
                 items = await merge_own_poke_echoes(conn, items, streams)
-                batch = _Batch(conn, now, streams, people, self._groups)
+                batch = _Batch(conn, now, streams, people, self._groups, self._accounts)
                 outcomes = await batch.apply(items)
         except BaseException:
             self._groups.rolled_back()
+            self._accounts.rolled_back()
             raise
         self._groups.committed()
+        self._accounts.committed()
         self._streams.remember(streams)
         self._people.remember(people)
         return outcomes
@@ -136,6 +152,12 @@ def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
     return users
 
 
+def _copy_of(first: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Another account's delivery of the same message, earlier in the same batch."""
+    apart = abs((row["time"] - first["time"]).total_seconds())
+    return first["account"] != row["account"] and apart <= COPY_WINDOW_S
+
+
 def _names_someone(user_id: str) -> bool:
     return user_id not in ("", "0")
 
@@ -150,17 +172,25 @@ class _Batch:
         streams: dict[Any, int],
         people: dict[UserKey, KnownUser],
         groups: GroupDirectory,
+        accounts: GroupAccounts,
     ) -> None:
         self._conn = conn
         self._groups = groups
+        self._accounts = accounts
         self._now = now
         self._streams = streams
         self._people = people
         self._events: list[dict[str, Any]] = []
         self._inserted: set[tuple[int, str]] = set()
+        self._copies: set[tuple[int, str]] = set()
         self._bot_messages: set[int | None] = set()
 
     async def apply(self, items: Sequence[InboundEvent]) -> list[WriteOutcome]:
+        for item in items:
+            if item.stream.kind is StreamKind.GROUP:
+                await self._accounts.saw(
+                    self._conn, self._streams[item.stream], item.stream.self_id, self._now
+                )
         messages = [i for i in items if isinstance(i, InboundMessage)]
         written = await self._insert_messages(messages)
         await self._groups.record_messages(
@@ -187,7 +217,7 @@ class _Batch:
                 message_id = await fill_in_forward(self._conn, stream_id, item)
                 outcomes.append(NoticeWritten(stream_id, None, message_id))
             else:
-                outcomes.append(self._member_change(item))
+                outcomes.append(await self._member_change(item))
         if self._events:
             await self._conn.execute(insert(Event), self._events)
         return outcomes
@@ -202,17 +232,69 @@ class _Batch:
             rows.setdefault(key, self._message_row(msg, key[0]))
         if not rows:
             return {}
-        stmt = insert_ignoring_conflicts(self._conn, Message.__table__)  # type: ignore[arg-type]
-        result = await self._conn.execute(
-            stmt.returning(Message.id, Message.stream_id, Message.platform_message_id),
-            list(rows.values()),
-        )
-        inserted = {(r.stream_id, r.platform_message_id): r.id for r in result}
+        copies = await self._copies_by_content(rows)
+        fresh = [row for key, row in rows.items() if key not in copies]
+        inserted: dict[tuple[int, str], int] = {}
+        if fresh:
+            stmt = insert_ignoring_conflicts(self._conn, Message.__table__)  # type: ignore[arg-type]
+            result = await self._conn.execute(
+                stmt.returning(Message.id, Message.stream_id, Message.platform_message_id), fresh
+            )
+            inserted = {(r.stream_id, r.platform_message_id): r.id for r in result}
         self._inserted = set(inserted)
-        existing = rows.keys() - inserted.keys()
+        existing = rows.keys() - inserted.keys() - copies.keys()
         if existing:
             inserted.update(await self._existing_ids(existing))
-        return inserted
+        copies.update(await self._copies_by_seq(rows, rows.keys() - inserted.keys()))
+        return inserted | await self._kept_copies(rows, copies, inserted)
+
+    async def _copies_by_content(
+        self, rows: dict[tuple[int, str], dict[str, Any]]
+    ) -> dict[tuple[int, str], int | tuple[int, str]]:
+        """Messages with no QQ sequence number that another account already delivered: the
+        stored message's id, or the key of its first copy earlier in this batch."""
+        copies: dict[tuple[int, str], int | tuple[int, str]] = {}
+        firsts: dict[tuple[int, int, str], tuple[int, str]] = {}
+        for key, row in rows.items():
+            if row["seq_key"] is not None or not self._accounts.several(key[0]):
+                continue
+            same = (key[0], row["sender_person_id"], row["text"])
+            first = firsts.get(same)
+            if first is not None and _copy_of(rows[first], row):
+                copies[key] = first
+                continue
+            found = await copy_by_content(self._conn, row)
+            if found is not None:
+                copies[key] = found
+            else:
+                firsts.setdefault(same, key)
+        return copies
+
+    async def _copies_by_seq(
+        self, rows: dict[tuple[int, str], dict[str, Any]], keys: set[tuple[int, str]]
+    ) -> dict[tuple[int, str], int | tuple[int, str]]:
+        """Messages another account's copy of which is stored under QQ's sequence number."""
+        wanted = {key: (key[0], rows[key]["seq_key"]) for key in keys if rows[key]["seq_key"]}
+        found = await copies_by_seq(self._conn, wanted.values())
+        return {key: found[seq] for key, seq in wanted.items() if seq in found}
+
+    async def _kept_copies(
+        self,
+        rows: dict[tuple[int, str], dict[str, Any]],
+        copies: dict[tuple[int, str], int | tuple[int, str]],
+        inserted: dict[tuple[int, str], int],
+    ) -> dict[tuple[int, str], int]:
+        """Each copy's stored message, its account's own id for it kept beside it."""
+        resolved = {
+            key: found if isinstance(found, int) else inserted.get(found)
+            for key, found in copies.items()
+        }
+        ids = {key: mid for key, mid in resolved.items() if mid is not None}
+        await keep_copies(
+            self._conn, (CopyOf(mid, rows[key]["account"], key[1]) for key, mid in ids.items())
+        )
+        self._copies = set(ids)
+        return ids
 
     async def _existing_ids(self, keys: set[tuple[int, str]]) -> dict[tuple[int, str], int]:
         result = await self._conn.execute(
@@ -244,6 +326,8 @@ class _Batch:
             "recalled": False,
             "suppressed": False,
             "truncated": msg.truncated,
+            "account": msg.stream.self_id,
+            "seq_key": f"s:{msg.qq_seq}" if msg.qq_seq else None,
         }
 
     def _message_outcome(
@@ -261,15 +345,19 @@ class _Batch:
             if not msg.from_bot:
                 self._event(EventKind.INBOUND, stream_id, person_id, message_id)
             return MessageWritten(message_id, stream_id, person_id, duplicate=False)
-        # Already stored (earlier, or earlier in this very batch): a duplicate delivery.
+        # Already stored (earlier, or earlier in this very batch): a duplicate delivery, or
+        # another account's copy of the same message.
+        copy = key in self._copies
         self._event(
             EventKind.INBOUND_DUPLICATE,
             stream_id,
             person_id,
             message_id,
-            payload={"platform_message_id": msg.platform_message_id},
+            reason="copy" if copy else "",
+            payload={"platform_message_id": msg.platform_message_id,
+                     "account": msg.stream.self_id},
         )
-        return MessageWritten(message_id or 0, stream_id, person_id, duplicate=True)
+        return MessageWritten(message_id or 0, stream_id, person_id, duplicate=True, copy=copy)
 
     async def _recall(self, recall: Recall) -> NoticeWritten:
         stream_id = self._streams[recall.stream]
@@ -284,6 +372,13 @@ class _Batch:
             .returning(Message.id)
         )
         message_id = result.scalar_one_or_none()
+        if message_id is None:  # named by another account's id for it
+            found = await message_by_copy(self._conn, stream_id, recall.platform_message_id)
+            if found is not None:
+                message_id = found[0]
+                await self._conn.execute(
+                    update(Message).where(Message.id == message_id).values(recalled=True)
+                )
         self._event(
             EventKind.MESSAGE_RECALLED,
             stream_id,
@@ -294,17 +389,29 @@ class _Batch:
         )
         return NoticeWritten(stream_id, operator, message_id)
 
-    def _member_change(self, change: MemberChange) -> NoticeWritten:
+    async def _member_change(self, change: MemberChange) -> NoticeWritten:
         stream_id = self._streams[change.stream]
         person_id = self._person(change.stream.platform, change.user_id)
-        self._event(
-            EventKind.MEMBER_JOINED if change.joined else EventKind.MEMBER_LEFT,
-            stream_id,
-            person_id,
-            None,
-            reason=change.sub_type,
-            payload={"user_id": change.user_id, "operator_id": change.operator_id},
-        )
+        account = change.stream.self_id
+        group = change.stream.kind is StreamKind.GROUP
+        ours = change.user_id == account or self._accounts.is_present(stream_id, change.user_id)
+        if group and not change.joined and ours:
+            await self._accounts.left(self._conn, stream_id, change.user_id, self._now)
+        event = {
+            "kind": EventKind.MEMBER_JOINED if change.joined else EventKind.MEMBER_LEFT,
+            "turn_id": None,
+            "stream_id": stream_id,
+            "person_id": person_id,
+            "message_id": None,
+            "reason": change.sub_type,
+            "payload": {"user_id": change.user_id, "operator_id": change.operator_id,
+                        "account": account},
+            "created_at": self._now,
+        }
+        several = group and self._accounts.several(stream_id)
+        if several and await notice_seen(self._conn, self._events, event):
+            return NoticeWritten(stream_id, person_id, duplicate=True)
+        self._events.append(event)
         return NoticeWritten(stream_id, person_id)
 
     async def _group_notice(self, notice: GroupNotice) -> NoticeWritten:
@@ -352,11 +459,14 @@ class _Batch:
                 )
             )
         ).first()
-        if row is None:
+        found = (int(row.id), bool(row.from_bot)) if row is not None else None
+        if found is None:  # named by another account's id for it
+            found = await message_by_copy(self._conn, stream_id, platform_id)
+        if found is None:
             return None
-        if row.from_bot:
-            self._bot_messages.add(row.id)
-        return int(row.id)
+        if found[1]:
+            self._bot_messages.add(found[0])
+        return found[0]
 
     def _event(
         self,

@@ -13,6 +13,7 @@ from pallas.store.engine import create_engine
 from pallas.store.migrate import (
     HEAD_REVISION,
     Migrations,
+    alembic_config,
     current_heads,
     current_revision,
     upgrade_to_head,
@@ -122,3 +123,49 @@ async def test_a_features_branch_is_migrated_beside_the_core(store_url: str) -> 
             assert await conn.run_sync(current_heads) == {HEAD_REVISION, "example_0001"}
     finally:
         await engine.dispose()
+
+
+async def test_groups_each_account_saw_apart_become_one_when_upgraded(tmp_path: Path) -> None:
+    """A store from before 0021 where two accounts each had the same group (docs/accounts.md):
+    one stream after the upgrade, every message kept, a clashing member row not doubled."""
+    from alembic import command
+    from sqlalchemy import create_engine as create_sync_engine
+
+    path = tmp_path / "old.db"
+    sync = create_sync_engine(f"sqlite:///{path}")
+    with sync.begin() as conn:
+        command.upgrade(alembic_config(conn), "0020")
+        now = "'2026-12-01 00:00:00.000000'"
+        conn.execute(text(
+            "INSERT INTO stream (id, platform, self_id, kind, external_id, name, created_at) "
+            f"VALUES (1, 'qq', '10001', 'group', '700', '', {now}), "
+            f"(2, 'qq', '10002', 'group', '700', '', {now}), "
+            f"(3, 'qq', '10002', 'private', '42', '', {now})"
+        ))  # fmt: skip
+        person = f"INSERT INTO person (id, display_name, created_at) VALUES (1, 'm', {now})"
+        conn.execute(text(person))
+        for sid, pid in ((1, "1"), (2, "1"), (2, "2"), (2, "3")):
+            conn.execute(text(
+                "INSERT INTO message (stream_id, sender_person_id, platform_message_id, time, "
+                "stored_at, text, segments, mentions, mentions_all, is_poke, from_bot, recalled, "
+                f"suppressed, truncated) VALUES ({sid}, 1, '{pid}', {now}, {now}, 't', '[]', "
+                "'[]', 0, 0, 0, 0, 0, 0)"
+            ))  # fmt: skip
+        for sid in (1, 2):
+            conn.execute(text(
+                "INSERT INTO member (stream_id, person_id, card, role, title, updated_at) "
+                f"VALUES ({sid}, 1, 'c{sid}', 'member', '', {now})"
+            ))  # fmt: skip
+    sync.dispose()
+    engine = create_engine(f"sqlite+aiosqlite:///{path}")
+    await upgrade_to_head(engine)
+    async with engine.connect() as conn:
+        streams = (await conn.execute(text("SELECT id, kind FROM stream ORDER BY id"))).all()
+        messages = (await conn.execute(text(
+            "SELECT stream_id, platform_message_id FROM message ORDER BY id"
+        ))).all()  # fmt: skip
+        members = (await conn.execute(text("SELECT stream_id, card FROM member"))).all()
+    await engine.dispose()
+    assert [tuple(s) for s in streams] == [(2, "group"), (3, "private")]  # the busier one kept
+    assert sorted(tuple(m) for m in messages) == [(2, "1"), (2, "1~1"), (2, "2"), (2, "3")]
+    assert [tuple(m) for m in members] == [(2, "c2")]

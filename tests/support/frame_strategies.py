@@ -190,10 +190,13 @@ _message_ids = itertools.count(1_000_000_000)
 
 
 def salt_message_id(frame: Any) -> None:
-    """Give the frame a fresh message id, spelled as before, so examples do not collide."""
+    """Give the frame a fresh message id, spelled as before, so examples do not collide; a
+    fresh message has a fresh QQ sequence number too (the same one is the same message)."""
     if not isinstance(frame, dict) or "message_id" not in frame:
         return
     value, fresh = frame["message_id"], next(_message_ids)
+    if isinstance(frame.get("real_seq"), str | int) and not isinstance(frame["real_seq"], bool):
+        frame["real_seq"] = str(fresh)
     if isinstance(value, bool):
         return
     if isinstance(value, int):

@@ -203,6 +203,9 @@ def _fix_ints(payload: dict[str, Any], repairs: list[str]) -> None:
 
 
 def _fix_message_envelope(payload: dict[str, Any], repairs: list[str]) -> None:
+    seq = payload.get("real_seq")
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        payload["real_seq"] = str(seq)  # QQ's sequence, a string in NapCat's own schema
     for key in _MESSAGE_STRINGS:
         if key in payload and not isinstance(payload[key], str):
             repairs.append(f"{key} dropped")

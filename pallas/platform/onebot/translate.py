@@ -138,8 +138,18 @@ def _message(event: MessageEvent, *, from_bot: bool) -> Translation:
         truncated=converted.truncated,
         stream_name=_string_field(event, "group_name"),
         via_group=_temp_chat_group(event),
+        qq_seq=_qq_seq(event),
     )
     return Translation(msg, converted.unknown_types)
+
+
+def _qq_seq(event: MessageEvent) -> str | None:
+    """NapCat's `real_seq`: QQ's sequence number, the same on every account (docs/accounts.md)."""
+    value = getattr(event, "real_seq", None)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    seq = str(value).strip()
+    return seq if seq and seq != "0" and len(seq) <= 40 else None
 
 
 def _string_field(event: Event, name: str) -> str:

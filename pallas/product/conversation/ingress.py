@@ -15,8 +15,9 @@ from typing import Protocol
 from loguru import logger
 
 from pallas.core.actions import Origin
-from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, StreamKey
+from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, StreamKey, StreamKind
 from pallas.core.text import describe_inbound
+from pallas.product.conversation.accounts.book import AccountBook
 from pallas.store.timeline import MessageWritten, NoticeWritten, TimelineWriter
 
 
@@ -116,6 +117,7 @@ class Ingress:
         self._writer = writer
         self._next_stage: NextStage = next_stage or NoNextStage()
         self._origin_of: OriginOf = _no_origin
+        self._accounts: AccountBook | None = None
 
     def plug(self, next_stage: NextStage) -> None:
         """Attach the stage that receives accepted messages."""
@@ -126,7 +128,14 @@ class Ingress:
         record and the platform's echo alike, whichever is stored first."""
         self._origin_of = origin_of
 
+    def plug_accounts(self, accounts: AccountBook) -> None:
+        """Several accounts: a group's message goes on once, told to the account that
+        answers it; another account's message is the bot's own (docs/accounts.md)."""
+        self._accounts = accounts
+
     async def accept(self, item: InboundEvent) -> IngressResult:
+        if isinstance(item, InboundMessage) and self._accounts is not None:
+            item = self._accounts.as_own(item)
         if isinstance(item, InboundMessage) and item.from_bot and item.origin is None:
             item = replace(item, origin=self._origin_of(item.stream))
         try:
@@ -135,12 +144,15 @@ class Ingress:
             logger.error("inbound not persisted ({!r}): {}", exc, describe_inbound(item))
             return IngressResult(IngressOutcome.FAILED)
         if isinstance(item, MemberChange) and isinstance(written, NoticeWritten):
-            await self._hand_on_change(StoredChange(written.stream_id, written.person_id, item))
+            await self._member_changed(item, written)
         if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
             return IngressResult(IngressOutcome.RECORDED)
         if written.duplicate:
-            logger.info("duplicate delivery ignored: {}", describe_inbound(item))
+            log = logger.debug if written.copy else logger.info
+            log("duplicate delivery ignored: {}", describe_inbound(item))
             return IngressResult(IngressOutcome.DUPLICATE)
+        if self._accounts is not None and not item.from_bot:
+            item = await self._accounts.answering(written.stream_id, item)
         stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
         result = await self._hand_on(stored)
         if item.from_bot:
@@ -148,6 +160,22 @@ class Ingress:
         if result.verdict is Verdict.SUPPRESSED:
             return IngressResult(IngressOutcome.SUPPRESSED, stored)
         return IngressResult(IngressOutcome.ACCEPTED, stored)
+
+    async def _member_changed(self, change: MemberChange, written: NoticeWritten) -> None:
+        """Handed on once, however many accounts reported it, told to the group's speaker."""
+        if written.duplicate:
+            return
+        book = self._accounts
+        if book is not None and change.stream.kind is StreamKind.GROUP:
+            if change.user_id in book.ours:  # one of the bot's accounts: nobody to greet
+                if not change.joined:
+                    book.left(written.stream_id, change.user_id)
+                return
+            stream = change.stream
+            speaker = await book.speaker(written.stream_id, stream.external_id, stream.self_id)
+            book.answered_by(written.stream_id, speaker)
+            change = replace(change, stream=replace(stream, self_id=speaker))
+        await self._hand_on_change(StoredChange(written.stream_id, written.person_id, change))
 
     async def _hand_on_change(self, stored: StoredChange) -> None:
         try:

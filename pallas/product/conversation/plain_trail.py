@@ -121,6 +121,7 @@ STEP_NAMES = {
     "delivery_expired": "太久没发出，已作废",
     "delivery_dropped": "让位给更新的回复",
     "delivery_recovered": "重启后核对发送",
+    "delivery_handed_over": "原账号不在，换了个账号发",
     "outgoing_blocked": "内容不能发出去，拦下了",
     "outgoing_rewritten": "隐去了号码等内容再发",
     "inbound_duplicate": "又收到一次（重复的投递，没再处理）",

@@ -10,6 +10,7 @@ from sqlalchemy import Row, ScalarSelect, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import Segment, StreamKey
+from pallas.store.identities import stream_where
 from pallas.store.models import Message, Stream
 
 
@@ -97,10 +98,7 @@ def _stream_id(stream: StreamKey) -> ScalarSelect[Any]:
     return (
         select(Stream.id)
         .where(
-            Stream.platform == stream.platform,
-            Stream.self_id == stream.self_id,
-            Stream.kind == stream.kind.value,
-            Stream.external_id == stream.external_id,
+            *stream_where(stream.platform, stream.self_id, stream.kind.value, stream.external_id)
         )
         .scalar_subquery()
     )

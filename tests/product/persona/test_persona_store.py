@@ -262,7 +262,10 @@ async def test_the_look_ups_of_the_owner_s_commands(
     assert await person_of(engine, "qq", "404") is None
     assert await chat_of(engine, "qq", BOT_ID, "group", "500") == ming.stream_id
     assert await chat_of(engine, "qq", BOT_ID, "group", "404") is None
-    assert await chat_of(engine, "qq", "20000", "group", "500") is None  # another bot account
+    # A group is every account's; a private chat is one account's.
+    assert await chat_of(engine, "qq", "20000", "group", "500") == ming.stream_id
+    assert await chat_of(engine, "qq", "20000", "private", "44") is None
+    assert await chat_of(engine, "qq", BOT_ID, "private", "44") is not None
     assert await chat_of(engine, "qq", BOT_ID, "group", "44") is None  # a private chat is no group
 
     again = await said(writer, "又来了")

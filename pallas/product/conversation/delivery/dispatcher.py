@@ -80,6 +80,13 @@ HEADS_PER_LOOK = 200  # the chats one look considers, oldest first
 
 # Told of each row once the platform confirmed it (docs/delivery.md).
 ReceiptListener = Callable[[OutboxRow], Awaitable[None]]
+# Which account a row goes through (the several-accounts routing; docs/accounts.md).
+Route = Callable[[OutboxRow], Awaitable[OutboxRow]]
+
+
+async def as_queued(row: OutboxRow) -> OutboxRow:
+    """One account: the row goes through the account it names."""
+    return row
 
 
 class OutboxDispatcher:
@@ -92,8 +99,10 @@ class OutboxDispatcher:
         clock: Callable[[], datetime],
         monotonic: Callable[[], float] = time.monotonic,
         screen: Screen = BUILT_IN_SCREEN,
+        route: Route = as_queued,
     ) -> None:
         self._store = store
+        self._route = route  # which account a row goes through (docs/accounts.md)
         self._screen = screen  # what may leave, checked on every message row before it does
         self._outlet = outlet
         self._ledger = ledger
@@ -253,6 +262,7 @@ class OutboxDispatcher:
         not_yet = (row.not_before - now).total_seconds()
         if not_yet > 0:
             return not_yet
+        row = await self._routed(row, now)
         if not await self._outlet.is_connected(row.stream.self_id):
             return IDLE_WAKE_S  # waits for the connection; no attempt is spent
         # Only when it could go now: no store read every second while the account is away.
@@ -270,6 +280,18 @@ class OutboxDispatcher:
         self._gate.sent(row.stream_id, self._monotonic(), send)  # reserved: the next head waits
         ready.append(row)
         return 0.0
+
+    async def _routed(self, row: OutboxRow, now: datetime) -> OutboxRow:
+        """The row as it goes: through the account the routing picks, kept on the row so
+        that a crash mid-send asks that account's history (see _resolve_interrupted)."""
+        routed = await self._route(row)
+        account = routed.stream.self_id
+        if account != row.account:
+            await self._store.mark(row.id, OutboxStatus.PENDING, now, account=account)
+            if row.account is not None:
+                detail = {"from": row.account, "to": account}
+                self._event(row, EventKind.DELIVERY_HANDED_OVER, "handover", detail)
+        return replace(routed, account=account)
 
     async def _screened(self, row: OutboxRow, now: datetime) -> OutboxRow | None:
         """The row as it may leave: refused (settled, audited), masked (kept so, audited), or
@@ -462,6 +484,9 @@ def _age(row: OutboxRow, now: datetime) -> float:
 class OutboxDelivery:
     """The way out: commit rows (a reply's bubbles, a message, a poke, a reaction), then wake
     the dispatcher. Payloads are checked here; a bad one is refused before anything is written.
+
+    A reply goes out through the account its turn answered as; a responder's message or
+    action through the account that answered the chat's latest message (`account_for`).
     """
 
     def __init__(
@@ -470,7 +495,9 @@ class OutboxDelivery:
         dispatcher: OutboxDispatcher,
         clock: Callable[[], datetime],
         asset_exists: AssetExists = no_assets,
+        account_for: Callable[[int], str | None] = lambda _stream_id: None,
     ) -> None:
+        self._account_for = account_for
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
@@ -500,6 +527,7 @@ class OutboxDelivery:
             direct=reply.direct,
             max_waiting=policy.max_waiting_unsolicited,
             origin=reply.origin,
+            account=reply.stream.self_id,
         )
         for row in queued.dropped:
             self._dispatcher.dropped(row, reply.stream_id, superseded=reply.direct)
@@ -516,6 +544,7 @@ class OutboxDelivery:
             direct=message.direct,
             key=message.key,
             origin=message.origin,
+            account=self._account_for(message.stream_id),
         )
         self._dispatcher.wake()
         return tuple(queued.ids)
@@ -533,7 +562,8 @@ class OutboxDelivery:
         check_action(action)
         item = NewItem(action.kind, action.to_payload())
         queued = await self._store.enqueue(
-            turn_id, stream_id, [item], self._clock(), key=key, origin=origin
+            turn_id, stream_id, [item], self._clock(), key=key, origin=origin,
+            account=self._account_for(stream_id),
         )
         self._dispatcher.wake()
         return tuple(queued.ids)

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from loguru import logger
 
-from pallas.core.inbound import StreamKind
+from pallas.core.inbound import StreamKey, StreamKind
 from pallas.product.conversation.gate.activity import StreamActivity
 from pallas.product.conversation.gate.facts import Asker, gate_request, merge_facts
 from pallas.product.conversation.gate.gate import Disposition, Reason, decide_disposition
@@ -100,11 +100,23 @@ def gate_batch(
     return decide_disposition(request, policy)
 
 
+def answering_stream(batch: Batch) -> StreamKey:
+    """The chat as the account that answers the batch names it: the one the latest direct
+    call went to (an @, its name, a reply to it), else the one the latest message went to
+    (several accounts in one group: docs/accounts.md)."""
+    direct = [
+        item for item in batch.items
+        if item.facts.mentioned_me or item.facts.called_by_name or item.facts.replied_to_me
+        or item.facts.poked_me
+    ]  # fmt: skip
+    return (direct or batch.items)[-1].stored.message.stream
+
+
 def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:
     facts = merge_facts(item.facts for item in batch.items)
     trigger = classify_speak_trigger(disposition, facts.opens_with_name)
     messages = tuple(item.stored for item in batch.items)
-    stream = messages[0].message.stream
+    stream = answering_stream(batch)
     return Turn(
         turn_id=turn_id,
         stream_id=batch.stream_id,

@@ -43,7 +43,9 @@ async def runtime(
 def frame_message(
     name: str, message_id: int, segments: list[dict[str, Any]] | None = None, **changes: Any
 ) -> InboundMessage:
-    frame = {**corpus_frame(name), "message_id": message_id, **changes}
+    # A message of its own: its own QQ sequence number (the same one is the same message).
+    frame = {**corpus_frame(name), "message_id": message_id, "real_seq": str(message_id),
+             **changes}
     if segments is not None:
         frame["message"] = segments
     event = read_event_frame(json.dumps(frame, ensure_ascii=False), BOT, now_s=1_764_500_100)

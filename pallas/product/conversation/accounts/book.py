@@ -1,0 +1,123 @@
+"""The bot's accounts as ingress and delivery need them: which are ours, which sit in each
+group, which one answers a message and which one speaks for a group (docs/accounts.md).
+
+What must survive a restart is in the store (`stream_account`, the outbox rows' account);
+this keeps the working view, loaded per group on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.core.inbound import InboundMessage, StreamKind
+from pallas.product.conversation.accounts.pick import (
+    Addressed,
+    GroupAccountsView,
+    answerer_of,
+    speaker_of,
+)
+from pallas.store.models import Stream, StreamAccount
+
+IsConnected = Callable[[str], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class AccountRules:
+    """What the owner set (.env): names only one account answers to, and whether a
+    disconnected account's queued replies may go out through another account in the group."""
+
+    exclusive_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    handover: bool = False
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return tuple(name for names in self.exclusive_names.values() for name in names)
+
+
+class AccountBook:
+    def __init__(
+        self, engine: AsyncEngine, is_connected: IsConnected, rules: AccountRules
+    ) -> None:
+        self._engine = engine
+        self._is_connected = is_connected
+        self.rules = rules
+        self._ours: set[str] = set(rules.exclusive_names)
+        self._present: dict[int, set[str]] = {}
+        self._answering: dict[int, str] = {}  # the account the chat's latest message went to
+
+    async def load(self) -> None:
+        """Every account the store has seen: a message from one of them is the bot's own,
+        whichever account it reaches through."""
+        async with self._engine.connect() as conn:
+            self._ours |= set(await conn.scalars(select(Stream.self_id).distinct()))
+            self._ours |= set(await conn.scalars(select(StreamAccount.self_id).distinct()))
+        self._ours.discard("")
+
+    @property
+    def ours(self) -> frozenset[str]:
+        return frozenset(self._ours)
+
+    def as_own(self, msg: InboundMessage) -> InboundMessage:
+        """A message sent by another of the bot's accounts is the bot's own, told as that
+        account's (its send's origin is found under it)."""
+        self._ours.add(msg.stream.self_id)
+        sender = msg.sender.user_id
+        if msg.from_bot or sender not in self._ours or msg.stream.kind is not StreamKind.GROUP:
+            return msg
+        return replace(msg, from_bot=True, stream=replace(msg.stream, self_id=sender))
+
+    async def answering(self, stream_id: int, msg: InboundMessage) -> InboundMessage:
+        """The message as the stages see it: told to the account that answers it."""
+        if msg.stream.kind is not StreamKind.GROUP:
+            self._answering[stream_id] = msg.stream.self_id
+            return msg
+        (await self._present_in(stream_id)).add(msg.stream.self_id)  # it delivered this
+        view = await self.view(stream_id, msg.stream.external_id)
+        addressed = Addressed(msg.stream.self_id, msg.mentions, "" if msg.is_poke else msg.text)
+        account = answerer_of(addressed, view, self.ours, self.rules.exclusive_names)
+        self._answering[stream_id] = account
+        if account == msg.stream.self_id:
+            return msg
+        return replace(msg, stream=replace(msg.stream, self_id=account))
+
+    def answered_by(self, stream_id: int, account: str) -> None:
+        self._answering[stream_id] = account
+
+    def answering_account(self, stream_id: int) -> str | None:
+        """Who answered the chat's latest message: a responder's message goes out through it."""
+        return self._answering.get(stream_id)
+
+    async def speaker(self, stream_id: int, group: str, fallback: str) -> str:
+        """The account that speaks for the group now (`fallback` when none is known)."""
+        return speaker_of(await self.view(stream_id, group), fallback)
+
+    async def view(self, stream_id: int, group: str) -> GroupAccountsView:
+        present = await self._present_in(stream_id)
+        connected = frozenset([a for a in present if await self._is_connected(a)])
+        return GroupAccountsView(group, frozenset(present), connected)
+
+    async def is_connected(self, account: str) -> bool:
+        return await self._is_connected(account)
+
+    async def in_group(self, stream_id: int, account: str) -> bool:
+        return account in await self._present_in(stream_id)
+
+    def left(self, stream_id: int, account: str) -> None:
+        self._present.get(stream_id, set()).discard(account)
+        if self._answering.get(stream_id) == account:
+            del self._answering[stream_id]
+
+    async def _present_in(self, stream_id: int) -> set[str]:
+        present = self._present.get(stream_id)
+        if present is None:
+            query = select(StreamAccount.self_id).where(
+                StreamAccount.stream_id == stream_id, StreamAccount.left_at.is_(None)
+            )
+            async with self._engine.connect() as conn:
+                present = set(await conn.scalars(query))
+            self._present[stream_id] = present
+        return present

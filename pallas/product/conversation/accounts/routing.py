@@ -1,0 +1,38 @@
+"""Which account an outbox row goes through (docs/accounts.md, "Replies and accounts").
+
+A row names the account it was queued for. A group row that names none goes through the
+group's speaker. A row whose account is disconnected, or no longer in the group, waits for
+it, unless the owner allows a handover: then another connected account in the group sends
+it. A private chat is one account's and never moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pallas.core.inbound import StreamKind
+from pallas.product.conversation.accounts.book import AccountBook
+from pallas.store.outbox import OutboxRow
+
+
+class AccountRouting:
+    def __init__(self, book: AccountBook) -> None:
+        self._book = book
+
+    async def __call__(self, row: OutboxRow) -> OutboxRow:
+        stream = row.stream
+        if stream.kind is not StreamKind.GROUP:
+            return row
+        if row.account is not None and not await self._may_move(row):
+            return row
+        book = self._book
+        speaker = await book.speaker(row.stream_id, stream.external_id, stream.self_id)
+        return replace(row, stream=replace(stream, self_id=speaker))
+
+    async def _may_move(self, row: OutboxRow) -> bool:
+        account = row.stream.self_id
+        if not self._book.rules.handover:
+            return False
+        if not await self._book.in_group(row.stream_id, account):
+            return True
+        return not await self._book.is_connected(account)
