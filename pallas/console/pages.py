@@ -390,8 +390,9 @@ def _settings(router: APIRouter, pages: Pages) -> None:
         guest = await guest_or_login(pages, request)
         if isinstance(guest, Response):
             return guest
-        groups = [c for c in await console_reads.chats(deps.engine) if c.kind == "group"]
-        accounts = sorted({c.self_id for c in await console_reads.chats(deps.engine)})
+        chats = await console_reads.chats(deps.engine)
+        groups = [c for c in chats if c.kind == "group"]
+        accounts = sorted({account for c in chats for account in (c.self_id, *c.accounts)})
         sections = deps.registry.sections()
         return pages.render(
             "settings.html", guest, sections=sections, groups=groups, accounts=accounts

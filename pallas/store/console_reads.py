@@ -20,6 +20,7 @@ from pallas.store.models import (
     OutboxItem,
     Person,
     Stream,
+    StreamAccount,
 )
 
 MAX_ACTIVITY_ROWS = 100_000  # a day of a busy bot; beyond it the chart says "at least"
@@ -35,6 +36,8 @@ class ChatRow:
     name: str
     messages: int
     last_at: datetime | None
+    # A group: the bot's accounts in it now (several accounts: docs/accounts.md).
+    accounts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,15 @@ async def chats(engine: AsyncEngine) -> list[ChatRow]:
         .outerjoin(counts, counts.c.stream_id == Stream.id)
         .order_by(counts.c.last_at.desc().nulls_last(), Stream.id)
     )  # fmt: skip
+    present = select(StreamAccount.stream_id, StreamAccount.self_id).where(
+        StreamAccount.left_at.is_(None)
+    )
     async with engine.connect() as conn:
-        return [ChatRow(*row) for row in await conn.execute(query)]
+        rows = (await conn.execute(query)).all()
+        accounts: dict[int, list[str]] = {}
+        for sid, account in await conn.execute(present):
+            accounts.setdefault(sid, []).append(account)
+    return [ChatRow(*row, accounts=tuple(sorted(accounts.get(row[0], ())))) for row in rows]
 
 
 async def chat_lines(

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from pallas.store.models import Event, Message, MessageCopy, StreamAccount
+from pallas.store.models import Event, Identity, Message, MessageCopy, StreamAccount
 from pallas.store.sql import insert_ignoring_conflicts
 
 COPY_WINDOW_S = 10.0  # two NapCat clocks may disagree by seconds (a poke carries local time)
@@ -111,7 +111,9 @@ async def copies_by_seq(
 
 
 async def copy_by_content(conn: AsyncConnection, row: dict[str, Any]) -> int | None:
-    """The stored message another account delivered with the same sender, text and time."""
+    """The stored message another account delivered with the same sender, text and time
+    (one of the copies may carry no sequence number: the bot's own send, as its receipt
+    recorded it)."""
     window = timedelta(seconds=COPY_WINDOW_S)
     query = (
         select(Message.id)
@@ -121,11 +123,19 @@ async def copy_by_content(conn: AsyncConnection, row: dict[str, Any]) -> int | N
             Message.text == row["text"],
             Message.time.between(row["time"] - window, row["time"] + window),
             or_(Message.account.is_(None), Message.account != row["account"]),
+            *_same_sequence(row["seq_key"]),
         )
         .order_by(Message.id.desc())
         .limit(1)
     )
     return await conn.scalar(query)
+
+
+def _same_sequence(seq_key: str | None) -> list[Any]:
+    """Two messages with different QQ sequence numbers are two messages, however alike."""
+    if seq_key is None:
+        return []
+    return [or_(Message.seq_key.is_(None), Message.seq_key == seq_key)]
 
 
 async def keep_copies(conn: AsyncConnection, copies: Iterable[CopyOf]) -> None:
@@ -178,6 +188,54 @@ async def notice_seen(
     )
     payloads = (await conn.execute(query)).scalars()
     return any(p.get("account") != probe["payload"].get("account") for p in payloads)
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """A stored message as another message's quote names it."""
+
+    message_id: int
+    platform_message_id: str  # the id it is stored under (its first copy's)
+    from_bot: bool
+    sender: str  # the sender's platform id (for the bot's own: the account that said it)
+
+
+async def quoted(engine: AsyncEngine, stream_id: int, platform_id: str) -> Quoted | None:
+    """The message a quote names by any account's id for it."""
+    sender = (
+        select(Identity.user_id)
+        .where(Identity.person_id == Message.sender_person_id)
+        .order_by(Identity.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    columns = (Message.id, Message.platform_message_id, Message.from_bot, sender.label("sender"))
+    direct = select(*columns).where(
+        Message.stream_id == stream_id, Message.platform_message_id == platform_id
+    )
+    by_copy = (
+        select(*columns)
+        .join(MessageCopy, MessageCopy.message_id == Message.id)
+        .where(Message.stream_id == stream_id, MessageCopy.platform_message_id == platform_id)
+    )
+    async with engine.connect() as conn:
+        row = (await conn.execute(direct.limit(1))).first()
+        if row is None:
+            row = (await conn.execute(by_copy.limit(1))).first()
+    if row is None:
+        return None
+    return Quoted(int(row.id), str(row.platform_message_id), bool(row.from_bot), str(row.sender))
+
+
+async def id_for_account(
+    engine: AsyncEngine, stream_id: int, platform_id: str, account: str
+) -> str | None:
+    """The id `account`'s NapCat knows the message `platform_id` names by: the same id when
+    the store does not know the message, None when that account never saw it."""
+    found = await quoted(engine, stream_id, platform_id)
+    if found is None:
+        return platform_id
+    return await own_id_of(engine, found.message_id, account)
 
 
 async def own_id_of(

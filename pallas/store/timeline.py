@@ -155,7 +155,8 @@ def _users(items: Sequence[InboundEvent]) -> dict[UserKey, str]:
 def _copy_of(first: dict[str, Any], row: dict[str, Any]) -> bool:
     """Another account's delivery of the same message, earlier in the same batch."""
     apart = abs((row["time"] - first["time"]).total_seconds())
-    return first["account"] != row["account"] and apart <= COPY_WINDOW_S
+    seqs = {first["seq_key"], row["seq_key"]} - {None}
+    return first["account"] != row["account"] and apart <= COPY_WINDOW_S and len(seqs) <= 1
 
 
 def _names_someone(user_id: str) -> bool:
@@ -251,12 +252,13 @@ class _Batch:
     async def _copies_by_content(
         self, rows: dict[tuple[int, str], dict[str, Any]]
     ) -> dict[tuple[int, str], int | tuple[int, str]]:
-        """Messages with no QQ sequence number that another account already delivered: the
-        stored message's id, or the key of its first copy earlier in this batch."""
+        """In a group several accounts see: messages another account already delivered, by
+        sender, text and time (shared_chats.py): the stored message's id, or the key of its
+        first copy earlier in this batch."""
         copies: dict[tuple[int, str], int | tuple[int, str]] = {}
         firsts: dict[tuple[int, int, str], tuple[int, str]] = {}
         for key, row in rows.items():
-            if row["seq_key"] is not None or not self._accounts.several(key[0]):
+            if not self._accounts.several(key[0]):
                 continue
             same = (key[0], row["sender_person_id"], row["text"])
             first = firsts.get(same)

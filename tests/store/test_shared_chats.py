@@ -108,3 +108,24 @@ async def test_private_chats_stay_each_account_s_own(
     await writer.write(replace(message("私聊", stream=private("42", B)), qq_seq="5"))
     assert await _count(engine, Stream) == 2
     assert await _count(engine, Message) == 2
+
+
+async def test_the_bot_s_own_message_seen_by_its_other_account_is_one_message(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    await writer.write(seen_by(A, "开场", "1", "a-0"))
+    await writer.write(seen_by(B, "开场", "1", "b-0"))
+    # A's send, recorded from its receipt (no sequence number), then B's copy with one;
+    # then the other way round.
+    sent = await writer.write(seen_by(A, "我来了", "", "a-9", user_id=A, from_bot=True))
+    copy = await writer.write(seen_by(B, "我来了", "88", "b-9", user_id=A, from_bot=True))
+    first = await writer.write(seen_by(B, "又来了", "89", "b-10", user_id=A, from_bot=True))
+    late = await writer.write(seen_by(A, "又来了", "", "a-10", user_id=A, from_bot=True))
+    assert (sent.duplicate, copy.duplicate, first.duplicate, late.duplicate) == (
+        False, True, False, True
+    )  # fmt: skip
+    assert (copy.message_id, late.message_id) == (sent.message_id, first.message_id)
+    # Two different sequence numbers are two messages, however alike.
+    one = await writer.write(seen_by(A, "哈哈", "90", "a-11"))
+    two = await writer.write(seen_by(B, "哈哈", "91", "b-12"))
+    assert not one.duplicate and not two.duplicate

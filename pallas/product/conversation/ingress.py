@@ -112,6 +112,15 @@ def _no_origin(stream: StreamKey) -> Origin | None:
     return None
 
 
+def _speaking(msg: InboundMessage) -> InboundMessage:
+    """The bot's own message as the account that sent it tells it (another of the bot's
+    accounts may have delivered it: docs/accounts.md)."""
+    sender = msg.sender.user_id
+    if msg.stream.self_id == sender or msg.stream.kind is not StreamKind.GROUP:
+        return msg
+    return replace(msg, stream=replace(msg.stream, self_id=sender))
+
+
 class Ingress:
     def __init__(self, writer: TimelineWriter, next_stage: NextStage | None = None) -> None:
         self._writer = writer
@@ -137,12 +146,14 @@ class Ingress:
         if isinstance(item, InboundMessage) and self._accounts is not None:
             item = self._accounts.as_own(item)
         if isinstance(item, InboundMessage) and item.from_bot and item.origin is None:
-            item = replace(item, origin=self._origin_of(item.stream))
+            item = replace(item, origin=self._origin_of(_speaking(item).stream))
         try:
             written = await self._writer.write(item)
         except Exception as exc:
             logger.error("inbound not persisted ({!r}): {}", exc, describe_inbound(item))
             return IngressResult(IngressOutcome.FAILED)
+        if self._accounts is not None and item.stream.kind is StreamKind.GROUP:
+            await self._accounts.saw(written.stream_id, item.stream.self_id)
         if isinstance(item, MemberChange) and isinstance(written, NoticeWritten):
             await self._member_changed(item, written)
         if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
@@ -153,6 +164,8 @@ class Ingress:
             return IngressResult(IngressOutcome.DUPLICATE)
         if self._accounts is not None and not item.from_bot:
             item = await self._accounts.answering(written.stream_id, item)
+        elif item.from_bot:
+            item = _speaking(item)
         stored = StoredMessage(written.message_id, written.stream_id, written.person_id, item)
         result = await self._hand_on(stored)
         if item.from_bot:

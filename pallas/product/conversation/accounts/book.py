@@ -21,6 +21,7 @@ from pallas.product.conversation.accounts.pick import (
     speaker_of,
 )
 from pallas.store.models import Stream, StreamAccount
+from pallas.store.shared_chats import id_for_account, quoted
 
 IsConnected = Callable[[str], Awaitable[bool]]
 
@@ -62,27 +63,45 @@ class AccountBook:
         return frozenset(self._ours)
 
     def as_own(self, msg: InboundMessage) -> InboundMessage:
-        """A message sent by another of the bot's accounts is the bot's own, told as that
-        account's (its send's origin is found under it)."""
+        """A message sent by another of the bot's accounts is the bot's own: recorded as
+        that, and never answered."""
         self._ours.add(msg.stream.self_id)
         sender = msg.sender.user_id
         if msg.from_bot or sender not in self._ours or msg.stream.kind is not StreamKind.GROUP:
             return msg
-        return replace(msg, from_bot=True, stream=replace(msg.stream, self_id=sender))
+        return replace(msg, from_bot=True)
 
     async def answering(self, stream_id: int, msg: InboundMessage) -> InboundMessage:
         """The message as the stages see it: told to the account that answers it."""
         if msg.stream.kind is not StreamKind.GROUP:
             self._answering[stream_id] = msg.stream.self_id
             return msg
-        (await self._present_in(stream_id)).add(msg.stream.self_id)  # it delivered this
         view = await self.view(stream_id, msg.stream.external_id)
-        addressed = Addressed(msg.stream.self_id, msg.mentions, "" if msg.is_poke else msg.text)
+        msg, author = await self._quote_of(stream_id, msg, view)
+        mentions = (*msg.mentions, *author)
+        addressed = Addressed(msg.stream.self_id, mentions, "" if msg.is_poke else msg.text)
         account = answerer_of(addressed, view, self.ours, self.rules.exclusive_names)
         self._answering[stream_id] = account
         if account == msg.stream.self_id:
             return msg
         return replace(msg, stream=replace(msg.stream, self_id=account))
+
+    async def _quote_of(
+        self, stream_id: int, msg: InboundMessage, view: GroupAccountsView
+    ) -> tuple[InboundMessage, tuple[str, ...]]:
+        """A reply to one account's message is that account's to answer; the quote is told
+        by the id the message is stored under, whichever account's id it came with."""
+        if msg.reply_to is None or len(view.present) < 2:
+            return msg, ()
+        found = await quoted(self._engine, stream_id, msg.reply_to)
+        if found is None:
+            return msg, ()
+        msg = replace(msg, reply_to=found.platform_message_id)
+        return msg, ((found.sender,) if found.from_bot and found.sender in self._ours else ())
+
+    async def several(self, stream_id: int) -> bool:
+        """Whether more than one of the bot's accounts is in the group."""
+        return len(await self._present_in(stream_id)) > 1
 
     def answered_by(self, stream_id: int, account: str) -> None:
         self._answering[stream_id] = account
@@ -90,6 +109,11 @@ class AccountBook:
     def answering_account(self, stream_id: int) -> str | None:
         """Who answered the chat's latest message: a responder's message goes out through it."""
         return self._answering.get(stream_id)
+
+    async def saw(self, stream_id: int, account: str) -> None:
+        """The account delivered something of the group (a copy of a message included)."""
+        self._ours.add(account)
+        (await self._present_in(stream_id)).add(account)
 
     async def speaker(self, stream_id: int, group: str, fallback: str) -> str:
         """The account that speaks for the group now (`fallback` when none is known)."""
@@ -99,6 +123,10 @@ class AccountBook:
         present = await self._present_in(stream_id)
         connected = frozenset([a for a in present if await self._is_connected(a)])
         return GroupAccountsView(group, frozenset(present), connected)
+
+    async def id_for(self, stream_id: int, platform_id: str, account: str) -> str | None:
+        """The account's own id for a message another account's id names."""
+        return await id_for_account(self._engine, stream_id, platform_id, account)
 
     async def is_connected(self, account: str) -> bool:
         return await self._is_connected(account)

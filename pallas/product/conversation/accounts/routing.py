@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pallas.core.actions import OutboxKind
 from pallas.core.inbound import StreamKind
 from pallas.product.conversation.accounts.book import AccountBook
 from pallas.store.outbox import OutboxRow
@@ -23,11 +24,24 @@ class AccountRouting:
         stream = row.stream
         if stream.kind is not StreamKind.GROUP:
             return row
-        if row.account is not None and not await self._may_move(row):
+        if row.account is None or await self._may_move(row):
+            book = self._book
+            speaker = await book.speaker(row.stream_id, stream.external_id, stream.self_id)
+            row = replace(row, stream=replace(stream, self_id=speaker))
+        return await self._own_ids(row) if await self._book.several(row.stream_id) else row
+
+    async def _own_ids(self, row: OutboxRow) -> OutboxRow:
+        """A quote or a reaction names its message by the sending account's own id for it;
+        a quote that account never saw is left off (the message still goes)."""
+        key = "quote" if row.kind == OutboxKind.MESSAGE else "message_id"
+        named = row.payload.get(key)
+        if row.kind == OutboxKind.POKE or not isinstance(named, str):
             return row
-        book = self._book
-        speaker = await book.speaker(row.stream_id, stream.external_id, stream.self_id)
-        return replace(row, stream=replace(stream, self_id=speaker))
+        own = await self._book.id_for(row.stream_id, named, row.stream.self_id)
+        if own == named or (own is None and key == "message_id"):
+            return row
+        payload = {k: v for k, v in row.payload.items() if k != key}
+        return replace(row, payload=payload | ({key: own} if own is not None else {}))
 
     async def _may_move(self, row: OutboxRow) -> bool:
         account = row.stream.self_id
