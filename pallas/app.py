@@ -401,7 +401,8 @@ def _core_services(
         utc_now, settings.pallas_data_dir, outlet.nickname, FeatureGate(table), table,
         settings, jobs, models, agent_config, frozenset(settings.superusers),
         AssetStore(engine, _assets_folder(settings)), Facts(),
-        ProactiveTurns(engine, conversation.turn_buffers, runner), tuple(settings.nickname),
+        ProactiveTurns(engine, conversation.turn_buffers, runner, delivery.accounts.speaking_as),
+        tuple(settings.nickname),
         CharacterStore(engine),
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.inbound import InboundMessage, StreamKind
+from pallas.core.inbound import InboundMessage, StreamKey, StreamKind
 from pallas.product.conversation.accounts.pick import (
     Addressed,
     GroupAccountsView,
@@ -118,6 +118,14 @@ class AccountBook:
     async def speaker(self, stream_id: int, group: str, fallback: str) -> str:
         """The account that speaks for the group now (`fallback` when none is known)."""
         return speaker_of(await self.view(stream_id, group), fallback)
+
+    async def speaking_as(self, stream_id: int, stream: StreamKey) -> StreamKey:
+        """The chat as the account that speaks in it names it (a turn of the bot's own)."""
+        if stream.kind is not StreamKind.GROUP:
+            return stream
+        speaker = await self.speaker(stream_id, stream.external_id, stream.self_id)
+        self._answering[stream_id] = speaker
+        return replace(stream, self_id=speaker)
 
     async def view(self, stream_id: int, group: str) -> GroupAccountsView:
         present = await self._present_in(stream_id)

@@ -11,12 +11,14 @@ follow-up is better than a doubled one.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.inbound import StreamKey
 from pallas.product.conversation.gate.facts import MessageFacts
 from pallas.product.conversation.gate.gate import Disposition, Outcome, Reason
 from pallas.product.conversation.gate.trigger import SpeakTrigger, timeline_size
@@ -43,11 +45,26 @@ class ProactiveResult:
     turn_id: int | None = None
 
 
+SpeakingAs = Callable[[int, StreamKey], Awaitable[StreamKey]]
+
+
+async def as_stored(stream_id: int, stream: StreamKey) -> StreamKey:
+    return stream
+
+
 class ProactiveTurns:
-    def __init__(self, engine: AsyncEngine, buffers: TurnBuffers, runner: RunnerDeps) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        buffers: TurnBuffers,
+        runner: RunnerDeps,
+        speaking_as: SpeakingAs = as_stored,
+    ) -> None:
         self._engine = engine
         self._buffers = buffers
         self._runner = runner
+        # The account a turn of the bot's own speaks as: a group's speaker (docs/accounts.md).
+        self._speaking_as = speaking_as
 
     async def start(self, stream_id: int, occasion: Occasion) -> ProactiveResult:
         """Run one turn of the bot's own in `stream_id`, unless the chat is busy."""
@@ -64,6 +81,7 @@ class ProactiveTurns:
         if stream is None or not watermark:  # a chat with nothing said has nothing to go on
             logger.warning("proactive turn for unknown chat {} ({})", stream_id, occasion.reason)
             return ProactiveResult(ProactiveOutcome.GONE)
+        stream = await self._speaking_as(stream_id, stream)
         deps = self._runner
         turn = Turn(
             turn_id=deps.turn_ids.next(),
