@@ -94,6 +94,8 @@ CONTRACT_KEYS = [
     "NICKNAME",
     "COMMAND_START",
     "COMMAND_SEP",
+    "PALLAS_ACCOUNT_NAMES",
+    "PALLAS_ACCOUNT_HANDOVER",
     "PALLAS_DATA_DIR",
     "PALLAS_DATABASE_URL",
     "LLM_BASE_URL",
@@ -136,3 +138,10 @@ def test_command_keys_are_nonebots_json_lists() -> None:
     settings = load_settings(env_file=None, command_start=["/", ""], command_sep=["."])
     assert settings.command_start == ["/", ""] and settings.command_sep == ["."]
     assert load_settings(env_file=None).command_start == ["/"]
+
+
+def test_exclusive_names_are_qq_ids_to_names() -> None:
+    names = load_settings(env_file=None, pallas_account_names={" 10002 ": ["小二", " "]})
+    assert names.pallas_account_names == {"10002": ["小二"]}
+    with pytest.raises(ConfigError, match="PALLAS_ACCOUNT_NAMES"):
+        load_settings(env_file=None, pallas_account_names={"小二": ["10002"]})
