@@ -419,7 +419,8 @@ async def drive(name: str, round_no: int, proc: ChildBot, args: argparse.Namespa
 async def bench_target(name: str, round_no: int, args: argparse.Namespace) -> Run:
     """One run: a fresh child process on a fresh temporary data dir."""
     with tempfile.TemporaryDirectory(prefix=f"pallas-bench-{name}-") as tmp:
-        proc = ChildBot(Path(tmp), env={"LOG_LEVEL": "WARNING"}, script=SCRIPTS[name])
+        # No pacing to set: nothing is sent, and the bare NoneBot has no console.
+        proc = ChildBot(Path(tmp), env={"LOG_LEVEL": "WARNING"}, script=SCRIPTS[name], pacing=None)
         proc.start()
         try:
             await proc.wait_ready(timeout=60)

@@ -186,10 +186,13 @@ async def unconsumed_admitted(
 def _pending(
     msg: Message, stream: Stream, user_id: str, nickname: str, payload: dict[str, Any]
 ) -> PendingRow:
+    # A group's row keeps the account that saw it first; the message, the one that answers
+    # it (the gate recorded it), else the one that delivered it (docs/accounts.md).
+    account = str(payload.get("account") or msg.account or stream.self_id)
+    if stream.kind != StreamKind.GROUP.value:
+        account = stream.self_id
     inbound = InboundMessage(
-        stream=StreamKey(
-            stream.platform, stream.self_id, StreamKind(stream.kind), stream.external_id
-        ),
+        stream=StreamKey(stream.platform, account, StreamKind(stream.kind), stream.external_id),
         sender=Sender(user_id=user_id, nickname=nickname),
         platform_message_id=msg.platform_message_id,
         time=msg.time,

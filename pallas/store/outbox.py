@@ -194,6 +194,13 @@ class OutboxStore:
         async with self._engine.connect() as conn:
             return int((await conn.execute(query)).scalar() or 0)
 
+    async def set_account(self, item_id: int, account: str) -> None:
+        """The account a row goes through; its status and times stay (a retry's echo window
+        is measured from `updated_at`)."""
+        statement = update(OutboxItem).where(OutboxItem.id == item_id).values(account=account)
+        async with self._writes.begin() as conn:
+            await conn.execute(statement)
+
     async def mark(self, item_id: int, status: OutboxStatus, now: datetime, **values: Any) -> None:
         if "last_error" in values:
             values["last_error"] = str(values["last_error"])[:MAX_ERROR_CHARS]

@@ -104,7 +104,8 @@ async def copies_by_seq(
     if not keys:
         return {}
     query = select(Message.id, Message.stream_id, Message.seq_key).where(
-        Message.seq_key.in_({seq for _, seq in keys})
+        Message.stream_id.in_({sid for sid, _ in keys}),  # the (stream_id, seq_key) index
+        Message.seq_key.in_({seq for _, seq in keys}),
     )
     found = {(r.stream_id, r.seq_key): r.id for r in await conn.execute(query)}
     return {key: found[key] for key in keys if key in found}
@@ -147,6 +148,34 @@ async def keep_copies(conn: AsyncConnection, copies: Iterable[CopyOf]) -> None:
     if rows:
         table = MessageCopy.__table__
         await conn.execute(insert_ignoring_conflicts(conn, table), rows)  # type: ignore[arg-type]
+
+
+async def learn_sequence(
+    conn: AsyncConnection, message_id: int, stream_id: int, seq_key: str
+) -> None:
+    """A row stored without QQ's sequence number (the bot's send, from its receipt) takes it
+    from the platform's echo: another account's copy then finds it by the number."""
+    taken = (
+        select(Message.id)
+        .where(Message.stream_id == stream_id, Message.seq_key == seq_key)
+        .exists()
+    )
+    await conn.execute(
+        update(Message)
+        .where(Message.id == message_id, Message.seq_key.is_(None), ~taken)
+        .values(seq_key=seq_key)
+    )
+
+
+async def stored_id_of(conn: AsyncConnection, stream_id: int, platform_id: str) -> str | None:
+    """The id a message is stored under, named by another account's id for it."""
+    query = (
+        select(Message.platform_message_id)
+        .join(MessageCopy, MessageCopy.message_id == Message.id)
+        .where(Message.stream_id == stream_id, MessageCopy.platform_message_id == platform_id)
+        .limit(1)
+    )
+    return await conn.scalar(query)
 
 
 async def message_by_copy(

@@ -40,8 +40,10 @@ from pallas.store.shared_chats import (
     copies_by_seq,
     copy_by_content,
     keep_copies,
+    learn_sequence,
     message_by_copy,
     notice_seen,
+    stored_id_of,
 )
 from pallas.store.sql import insert_ignoring_conflicts
 
@@ -233,6 +235,7 @@ class _Batch:
             rows.setdefault(key, self._message_row(msg, key[0]))
         if not rows:
             return {}
+        await self._stored_quotes(rows)
         copies = await self._copies_by_content(rows)
         fresh = [row for key, row in rows.items() if key not in copies]
         inserted: dict[tuple[int, str], int] = {}
@@ -245,9 +248,22 @@ class _Batch:
         self._inserted = set(inserted)
         existing = rows.keys() - inserted.keys() - copies.keys()
         if existing:
-            inserted.update(await self._existing_ids(existing))
+            found = await self._existing_ids(existing)
+            inserted.update(found)
+            for key, message_id in found.items():
+                if rows[key]["seq_key"] is not None:  # the echo of a send stored from its receipt
+                    await learn_sequence(self._conn, message_id, key[0], rows[key]["seq_key"])
         copies.update(await self._copies_by_seq(rows, rows.keys() - inserted.keys()))
         return inserted | await self._kept_copies(rows, copies, inserted)
+
+    async def _stored_quotes(self, rows: dict[tuple[int, str], dict[str, Any]]) -> None:
+        """In a group several accounts see, a quote names its message by the id it is stored
+        under, whichever account's id it came with."""
+        for key, row in rows.items():
+            if row["reply_to"] is not None and self._accounts.several(key[0]):
+                stored = await stored_id_of(self._conn, key[0], row["reply_to"])
+                if stored is not None:
+                    row["reply_to"] = stored
 
     async def _copies_by_content(
         self, rows: dict[tuple[int, str], dict[str, Any]]

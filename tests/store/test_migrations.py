@@ -151,6 +151,11 @@ async def test_groups_each_account_saw_apart_become_one_when_upgraded(tmp_path: 
                 f"suppressed, truncated) VALUES ({sid}, 1, '{pid}', {now}, {now}, 't', '[]', "
                 "'[]', 0, 0, 0, 0, 0, 0)"
             ))  # fmt: skip
+        conn.execute(text(
+            "INSERT INTO job (kind, payload, status, due_at, attempts, max_attempts, last_error, "
+            f"created_at, updated_at) VALUES ('memory.extract', '{{\"stream_id\": 1}}', "
+            f"'pending', {now}, 0, 5, '', {now}, {now})"
+        ))  # fmt: skip
         for sid in (1, 2):
             conn.execute(text(
                 "INSERT INTO member (stream_id, person_id, card, role, title, updated_at) "
@@ -162,10 +167,17 @@ async def test_groups_each_account_saw_apart_become_one_when_upgraded(tmp_path: 
     async with engine.connect() as conn:
         streams = (await conn.execute(text("SELECT id, kind FROM stream ORDER BY id"))).all()
         messages = (await conn.execute(text(
-            "SELECT stream_id, platform_message_id FROM message ORDER BY id"
+            "SELECT stream_id, platform_message_id, account FROM message ORDER BY id"
         ))).all()  # fmt: skip
         members = (await conn.execute(text("SELECT stream_id, card FROM member"))).all()
+        accounts = (await conn.execute(text("SELECT stream_id, self_id FROM stream_account"))).all()
+        job = (await conn.execute(text("SELECT payload FROM job"))).scalar()
     await engine.dispose()
     assert [tuple(s) for s in streams] == [(2, "group"), (3, "private")]  # the busier one kept
-    assert sorted(tuple(m) for m in messages) == [(2, "1"), (2, "1~1"), (2, "2"), (2, "3")]
+    # Every message kept, each with the account whose id it carries.
+    assert sorted(tuple(m) for m in messages) == [
+        (2, "1", "10002"), (2, "1~1", "10001"), (2, "2", "10002"), (2, "3", "10002")
+    ]  # fmt: skip
     assert [tuple(m) for m in members] == [(2, "c2")]
+    assert sorted(tuple(a) for a in accounts) == [(2, "10001"), (2, "10002")]
+    assert '"stream_id": 2' in job  # queued work follows the group

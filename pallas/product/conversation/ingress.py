@@ -153,7 +153,7 @@ class Ingress:
             logger.error("inbound not persisted ({!r}): {}", exc, describe_inbound(item))
             return IngressResult(IngressOutcome.FAILED)
         if self._accounts is not None and item.stream.kind is StreamKind.GROUP:
-            await self._accounts.saw(written.stream_id, item.stream.self_id)
+            await self._accounts.delivered(written.stream_id, item)
         if isinstance(item, MemberChange) and isinstance(written, NoticeWritten):
             await self._member_changed(item, written)
         if not isinstance(item, InboundMessage) or not isinstance(written, MessageWritten):
@@ -176,14 +176,15 @@ class Ingress:
 
     async def _member_changed(self, change: MemberChange, written: NoticeWritten) -> None:
         """Handed on once, however many accounts reported it, told to the group's speaker."""
+        book = self._accounts
+        group = book is not None and change.stream.kind is StreamKind.GROUP
+        if book is not None and group and change.user_id in book.ours:
+            if not change.joined:  # one of the bot's accounts: nobody to greet
+                book.left(written.stream_id, change.user_id)
+            return
         if written.duplicate:
             return
-        book = self._accounts
-        if book is not None and change.stream.kind is StreamKind.GROUP:
-            if change.user_id in book.ours:  # one of the bot's accounts: nobody to greet
-                if not change.joined:
-                    book.left(written.stream_id, change.user_id)
-                return
+        if book is not None and group:
             stream = change.stream
             speaker = await book.speaker(written.stream_id, stream.external_id, stream.self_id)
             book.answered_by(written.stream_id, speaker)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.inbound import InboundMessage, StreamKey, StreamKind
+from pallas.core.inbound import InboundEvent, InboundMessage, MemberChange, StreamKey, StreamKind
 from pallas.product.conversation.accounts.pick import (
     Addressed,
     GroupAccountsView,
@@ -111,9 +111,18 @@ class AccountBook:
         return self._answering.get(stream_id)
 
     async def saw(self, stream_id: int, account: str) -> None:
-        """The account delivered something of the group (a copy of a message included)."""
+        """The account is in the group: it delivered something of it."""
         self._ours.add(account)
         (await self._present_in(stream_id)).add(account)
+
+    async def delivered(self, stream_id: int, item: InboundEvent) -> None:
+        """What an account delivered of a group (a copy of a message included) says it is
+        there, unless it is the news of its own removal."""
+        account = item.stream.self_id
+        if isinstance(item, MemberChange) and item.user_id == account and not item.joined:
+            self._ours.add(account)
+            return
+        await self.saw(stream_id, account)
 
     async def speaker(self, stream_id: int, group: str, fallback: str) -> str:
         """The account that speaks for the group now (`fallback` when none is known)."""

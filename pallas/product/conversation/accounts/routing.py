@@ -1,9 +1,10 @@
 """Which account an outbox row goes through (docs/accounts.md, "Replies and accounts").
 
 A row names the account it was queued for. A group row that names none goes through the
-group's speaker. A row whose account is disconnected, or no longer in the group, waits for
-it, unless the owner allows a handover: then another connected account in the group sends
-it. A private chat is one account's and never moves.
+group's speaker. A row whose account is no longer in the group goes through the speaker. A
+row whose account is disconnected waits for it, unless the owner allows a handover: then
+another connected account in the group sends it. A private chat is one account's and never
+moves.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ class AccountRouting:
         return replace(row, payload=payload | ({key: own} if own is not None else {}))
 
     async def _may_move(self, row: OutboxRow) -> bool:
+        """An account removed from the group can never send there: its rows always move.
+        A disconnected one's move only when the owner allows it."""
         account = row.stream.self_id
-        if not self._book.rules.handover:
-            return False
         if not await self._book.in_group(row.stream_id, account):
             return True
-        return not await self._book.is_connected(account)
+        return self._book.rules.handover and not await self._book.is_connected(account)

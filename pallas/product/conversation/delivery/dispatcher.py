@@ -287,7 +287,7 @@ class OutboxDispatcher:
         routed = await self._route(row)
         account = routed.stream.self_id
         if account != row.account:
-            await self._store.mark(row.id, OutboxStatus.PENDING, now, account=account)
+            await self._store.set_account(row.id, account)
             if row.account is not None:
                 detail = {"from": row.account, "to": account}
                 self._event(row, EventKind.DELIVERY_HANDED_OVER, "handover", detail)

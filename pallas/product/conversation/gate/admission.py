@@ -154,5 +154,7 @@ def _gate_event(
             "asleep": request.asleep,
             "at": now.isoformat(),
             "declined": request.follow_up_declined,
+            # The account that answers it: a re-buffered message keeps it across a restart.
+            "account": stored.message.stream.self_id,
         },
     )

@@ -13,6 +13,7 @@ Create Date: 2026-12-06 01:00:00.000000
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -30,7 +31,19 @@ _GROUP = sa.text("kind = 'group'")
 
 
 def upgrade() -> None:
-    _merge_group_streams(op.get_bind())
+    bind = op.get_bind()
+    op.add_column("message", sa.Column("account", sa.String(length=32), nullable=True))
+    # Each old row was stored by its chat's one account: the id it has is that account's.
+    bind.execute(sa.text(
+        "UPDATE message SET account = "
+        "(SELECT self_id FROM stream WHERE stream.id = message.stream_id)"
+    ))  # fmt: skip
+    streams = sa.table(
+        "stream", sa.column("platform"), sa.column("external_id"), sa.column("self_id"),
+        sa.column("kind"), sa.column("created_at", _TIME),
+    )  # fmt: skip
+    seen = bind.execute(sa.select(streams).where(streams.c.kind == "group")).all()
+    _merge_group_streams(bind)
     op.create_index(
         "uq_stream_group",
         "stream",
@@ -39,7 +52,6 @@ def upgrade() -> None:
         sqlite_where=_GROUP,
         postgresql_where=_GROUP,
     )
-    op.add_column("message", sa.Column("account", sa.String(length=32), nullable=True))
     op.add_column("message", sa.Column("seq_key", sa.String(length=64), nullable=True))
     op.create_index(
         "uq_message_stream_id_seq_key", "message", ["stream_id", "seq_key"], unique=True
@@ -70,6 +82,29 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("stream_id", "self_id", name=op.f("pk_stream_account")),
     )
+    _seed_group_accounts(bind, seen)
+
+
+def _seed_group_accounts(bind: sa.Connection, seen: Sequence[Any]) -> None:
+    """Every account that had a group before is in it (on the merged row), and one of ours."""
+    kept = {
+        (row.platform, row.external_id): row.id
+        for row in bind.execute(
+            sa.text("SELECT id, platform, external_id FROM stream WHERE kind = 'group'")
+        )
+    }
+    rows = {(kept[(r.platform, r.external_id)], r.self_id): r.created_at for r in seen}
+    table = sa.table(
+        "stream_account",
+        sa.column("stream_id"), sa.column("self_id"), sa.column("first_seen_at", _TIME),
+        sa.column("last_seen_at", _TIME), sa.column("left_at", _TIME),
+    )  # fmt: skip
+    if rows:
+        bind.execute(table.insert(), [
+            {"stream_id": sid, "self_id": account, "first_seen_at": at, "last_seen_at": at,
+             "left_at": None}
+            for (sid, account), at in rows.items()
+        ])  # fmt: skip
 
 
 def downgrade() -> None:
@@ -148,6 +183,12 @@ def _move_stream(
         where = f"{column} = :other" + (f" AND NOT ({clash})" if clash else "")
         bind.execute(sa.text(f"UPDATE {table} SET {column} = :keep WHERE {where}"), ids)
         bind.execute(sa.text(f"DELETE FROM {table} WHERE {column} = :other"), ids)
+    owners = {"keep": f"s{keep}", "other": f"s{other}"}  # memory's index rows about the group
+    tables = set(sa.inspect(bind).get_table_names())
+    for table in ("memory_term", "memory_vector"):
+        if table in tables:
+            bind.execute(sa.text(f"UPDATE {table} SET owner = :keep WHERE owner = :other"), owners)
+    _move_open_jobs(bind, keep, other)
     scope = {"keep": str(keep), "other": str(other)}
     bind.execute(
         sa.text(
@@ -158,6 +199,18 @@ def _move_stream(
     )
     bind.execute(sa.text("DELETE FROM setting WHERE scope_id = :other"), scope)
     bind.execute(sa.text("DELETE FROM stream WHERE id = :other"), ids)
+
+
+def _move_open_jobs(bind: sa.Connection, keep: int, other: int) -> None:
+    """Work still queued for the chat (an extraction, a follow-up) runs on the group's row."""
+    jobs = sa.table("job", sa.column("id"), sa.column("status"), sa.column("payload", sa.JSON))
+    rows = bind.execute(
+        sa.select(jobs.c.id, jobs.c.payload).where(jobs.c.status.in_(("pending", "running")))
+    ).all()
+    for job_id, payload in rows:
+        if isinstance(payload, dict) and payload.get("stream_id") == other:
+            moved = {**payload, "stream_id": keep}
+            bind.execute(jobs.update().where(jobs.c.id == job_id).values(payload=moved))
 
 
 def _clash_sql(table: str, column: str, key: list[str]) -> str:
