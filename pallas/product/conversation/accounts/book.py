@@ -73,18 +73,28 @@ class AccountBook:
 
     async def answering(self, stream_id: int, msg: InboundMessage) -> InboundMessage:
         """The message as the stages see it: told to the account that answers it."""
-        if msg.stream.kind is not StreamKind.GROUP:
-            self._answering[stream_id] = msg.stream.self_id
+        account = msg.stream.self_id
+        if msg.stream.kind is not StreamKind.GROUP or await self._alone(stream_id, msg):
+            self._answering[stream_id] = account
             return msg
         view = await self.view(stream_id, msg.stream.external_id)
         msg, author = await self._quote_of(stream_id, msg, view)
         mentions = (*msg.mentions, *author)
-        addressed = Addressed(msg.stream.self_id, mentions, "" if msg.is_poke else msg.text)
+        addressed = Addressed(account, mentions, "" if msg.is_poke else msg.text)
         account = answerer_of(addressed, view, self.ours, self.rules.exclusive_names)
         self._answering[stream_id] = account
         if account == msg.stream.self_id:
             return msg
         return replace(msg, stream=replace(msg.stream, self_id=account))
+
+    async def _alone(self, stream_id: int, msg: InboundMessage) -> bool:
+        """The one account in the group, and the message calls no other: it answers (the
+        common case, decided without the rest)."""
+        account = msg.stream.self_id
+        present = await self._present_in(stream_id)
+        if len(present) > 1 or (present and account not in present):
+            return False
+        return not any(user in self._ours and user != account for user in msg.mentions)
 
     async def _quote_of(
         self, stream_id: int, msg: InboundMessage, view: GroupAccountsView
@@ -112,6 +122,9 @@ class AccountBook:
 
     async def saw(self, stream_id: int, account: str) -> None:
         """The account is in the group: it delivered something of it."""
+        present = self._present.get(stream_id)
+        if present is not None and account in present:
+            return  # every message of a group says so again: nothing to do
         self._ours.add(account)
         (await self._present_in(stream_id)).add(account)
 
