@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, union
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.persona.tables import BotMood, BotStyle, ChatSession
 from pallas.store.database import Database
-from pallas.store.models import Message, Stream
+from pallas.store.models import Identity, Message, Stream, StreamAccount
 from pallas.store.origins import spoken
 from pallas.store.sql import upsert
 
@@ -82,9 +82,10 @@ class ReplyWithAnswers:
 
 
 async def accounts(engine: AsyncEngine) -> list[str]:
-    """Every bot account that has a chat."""
+    """Every bot account that has a chat (a group shared with other accounts included)."""
+    query = union(select(Stream.self_id), select(StreamAccount.self_id))
     async with engine.connect() as conn:
-        return list(await conn.scalars(select(Stream.self_id).distinct()))
+        return sorted(set(await conn.scalars(query)))
 
 
 async def replies_with_answers(
@@ -92,10 +93,12 @@ async def replies_with_answers(
 ) -> list[ReplyWithAnswers]:
     """The account's newest `limit` messages, each with the next `answers` messages of others
     in its chat and whether one of those quoted it."""
+    # Said by this account, whichever of the bot's accounts delivered it (a shared group).
+    speaker = select(Identity.person_id).where(Identity.user_id == self_id)
     own = (
         select(Message.id, Message.stream_id, Message.platform_message_id, Message.text)
-        .join(Stream, Stream.id == Message.stream_id)
-        .where(Stream.self_id == self_id, Message.from_bot.is_(True), Message.is_poke.is_(False))
+        .where(Message.sender_person_id.in_(speaker))
+        .where(Message.from_bot.is_(True), Message.is_poke.is_(False))
         .where(spoken(Message.origin))  # not a command's answer, a repeat, a welcome
         .order_by(Message.id.desc())
         .limit(limit)
