@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.core.actions import HISTORY_UNREADABLE, Capability, Origin, SentLookup
+from pallas.core.actions import Origin
 from pallas.core.inbound import Segment, SegmentKind, StreamKey
 from pallas.product.conversation.accounts.book import AccountBook, AccountRules
 from pallas.product.conversation.accounts.routing import AccountRouting
@@ -24,7 +24,7 @@ from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Event, OutboxItem
 from pallas.store.outbox import OutboxStore
 from pallas.store.timeline import MessageWritten, TimelineWriter
-from tests.product.conversation.delivery.test_outbox import POLICY
+from tests.product.conversation.delivery.test_outbox import POLICY, Outlet
 from tests.support.inbound import group, message
 from tests.support.waiting import until
 
@@ -33,32 +33,20 @@ _ids = itertools.count(8_000_000)
 
 
 @dataclass
-class Accounts:
+class Accounts(Outlet):
     """NapCat behind each account: who is connected, and what each one sent."""
 
-    connected: set[str] = field(default_factory=lambda: {A, B})
-    sent: list[tuple[str, str, str | None]] = field(default_factory=list)  # account, text, quote
+    online: set[str] = field(default_factory=lambda: {A, B})
+    by: list[tuple[str, str, str | None]] = field(default_factory=list)  # account, text, quote
 
     async def send(
         self, stream: StreamKey, segments: Sequence[Segment], quote: str | None = None
     ) -> str | None:
-        self.sent.append((stream.self_id, segments[0].text, quote))
+        self.by.append((stream.self_id, segments[0].text, quote))
         return str(next(_ids))
 
-    async def poke(self, stream: StreamKey, user_id: str) -> bool:
-        return True
-
-    async def react(self, stream: StreamKey, platform_message_id: str, reaction: str) -> bool:
-        return True
-
-    async def capabilities(self, self_id: str) -> frozenset[Capability]:
-        return frozenset()
-
     async def is_connected(self, self_id: str) -> bool:
-        return self_id in self.connected
-
-    async def find_sent(self, stream: StreamKey, text: str, since: datetime) -> SentLookup:
-        return HISTORY_UNREADABLE
+        return self_id in self.online
 
 
 @dataclass
@@ -112,12 +100,12 @@ async def seen_by_both(rig: Rig, text: str, seq: str) -> MessageWritten:
 async def test_a_reply_for_a_disconnected_account_waits_or_is_handed_over(rig: Rig) -> None:
     handover = rig.book.rules.handover
     trigger = await seen_by_both(rig, "二号在吗", "1")
-    rig.outlet.connected = {A}
+    rig.outlet.online = {A}
     reply = OutgoingReply(1, trigger.stream_id, group("700", B), ("在的",), quote=f"a{1}")
     await rig.sender.deliver(reply)
     if handover:
-        await until(lambda: rig.outlet.sent)
-        assert rig.outlet.sent == [(A, "在的", "a1")]  # A's own id for the quoted message
+        await until(lambda: rig.outlet.by)
+        assert rig.outlet.by == [(A, "在的", "a1")]  # A's own id for the quoted message
         async with rig.engine.connect() as conn:
             account = await conn.scalar(select(OutboxItem.account))
             kinds = list(await conn.scalars(select(Event.reason).where(
@@ -125,11 +113,11 @@ async def test_a_reply_for_a_disconnected_account_waits_or_is_handed_over(rig: R
         assert (account, kinds) == (A, ["handover"])
         return
     await asyncio.sleep(0.5)
-    assert rig.outlet.sent == []  # waits for B
-    rig.outlet.connected = {A, B}
+    assert rig.outlet.by == []  # waits for B
+    rig.outlet.online = {A, B}
     rig.dispatcher.wake()
-    await until(lambda: rig.outlet.sent)  # B's send, once it is back
-    assert rig.outlet.sent == [(B, "在的", "b1")]  # the quote in B's own id
+    await until(lambda: rig.outlet.by)  # B's send, once it is back
+    assert rig.outlet.by == [(B, "在的", "b1")]  # the quote in B's own id
 
 
 async def test_a_responder_s_message_goes_through_the_account_that_answered(rig: Rig) -> None:
@@ -137,5 +125,5 @@ async def test_a_responder_s_message_goes_through_the_account_that_answered(rig:
     rig.book.answered_by(trigger.stream_id, B)
     words = (Segment(SegmentKind.TEXT, text="复读"),)
     await rig.sender.send(OutgoingMessage(1, trigger.stream_id, words, origin=Origin.RESPONDER))
-    await until(lambda: rig.outlet.sent)
-    assert rig.outlet.sent == [(B, "复读", None)]
+    await until(lambda: rig.outlet.by)
+    assert rig.outlet.by == [(B, "复读", None)]
