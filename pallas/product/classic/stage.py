@@ -161,7 +161,8 @@ class ClassicStage:
         segments = tuple(Segment.from_json(dict(s)) for s in pick.segments)
         # What was said, by hashes: a ban quoting it needs no pair row (it may be forgotten).
         key = f"learned:{stored.message_id}:{context}:{pick.answer_hash}"
-        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.LEARNED)
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.LEARNED,
+                                   account=stored.message.stream.self_id)  # fmt: skip
         try:
             await self._core.sender.send(outgoing)
         except PayloadError as exc:
@@ -214,7 +215,10 @@ class ClassicStage:
         action = core.action_ids()
         words = (Segment(SegmentKind.TEXT, text=BANNED),)
         key = f"learned.ban:{stored.message_id}"
+        account = stored.message.stream.self_id
         await core.sender.send(
-            OutgoingMessage(action, stored.stream_id, words, key, origin=Origin.RESPONDER)
+            OutgoingMessage(
+                action, stored.stream_id, words, key, origin=Origin.RESPONDER, account=account
+            )
         )
         return True

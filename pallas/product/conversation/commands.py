@@ -212,7 +212,8 @@ class CommandStage:
         action = self._action_ids()
         segments = (Segment(SegmentKind.TEXT, text=answer),)
         key = f"command:{stored.message_id}"
-        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.COMMAND)
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.COMMAND,
+                                   account=stored.message.stream.self_id)  # fmt: skip
         await self._sender.send(outgoing)
         return StageResult(Verdict.HANDLED, reason, action)
 

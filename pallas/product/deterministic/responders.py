@@ -119,6 +119,7 @@ class RepeatStage:
             decision.segments,
             key=f"repeat:{stored.message_id}",
             origin=Origin.RESPONDER,
+            account=msg.stream.self_id,
         )
         try:
             await self._deps.sender.send(outgoing)
@@ -156,7 +157,8 @@ class PokeBackStage:
             action = self._deps.action_ids()
             key = f"poke_back:{stored.message_id}"
             await self._deps.sender.act(
-                action, stored.stream_id, Poke(request.poker), origin=Origin.RESPONDER, key=key
+                action, stored.stream_id, Poke(request.poker), origin=Origin.RESPONDER, key=key,
+                account=stored.message.stream.self_id,
             )
         # The agent may still answer the poke in words: the stage acts and goes on.
         return StageResult(Verdict.CONTINUE, "poked_back", action)
@@ -196,7 +198,8 @@ class NoticeStage:
         # A redelivered notice carries the same time: the key keeps it to one greeting.
         kind = "welcome" if change.joined else "farewell"
         key = f"{kind}:{stored.stream_id}:{change.user_id}:{int(change.time.timestamp())}"
-        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.RESPONDER)
+        outgoing = OutgoingMessage(action, stored.stream_id, segments, key, origin=Origin.RESPONDER,
+                                   account=change.stream.self_id)  # fmt: skip
         await self._deps.sender.send(outgoing)
         return StageResult(Verdict.CONTINUE, kind, action)
 

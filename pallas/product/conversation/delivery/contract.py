@@ -73,6 +73,9 @@ class OutgoingMessage:
     key: str | None = None  # idempotency: queued at most once under this key
     direct: bool = True  # never dropped for a crowded queue
     origin: Origin = field(kw_only=True)  # every sender says which part of the bot it is
+    # The account it goes through: the one that answered the message it acts on (several
+    # accounts in a group, docs/accounts.md); None: the one that answered the chat last.
+    account: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,10 @@ class Actions(Protocol):
         *,
         origin: Origin,
         key: str | None = None,
+        account: str | None = None,
     ) -> tuple[int, ...]:
-        """A poke or a reaction: one outbox row; raises PayloadError for a bad one."""
+        """A poke or a reaction: one outbox row; raises PayloadError for a bad one. `account`
+        as on OutgoingMessage."""
 
 
 class ReplyDelivery(Actions, Protocol):

@@ -486,7 +486,8 @@ class OutboxDelivery:
     the dispatcher. Payloads are checked here; a bad one is refused before anything is written.
 
     A reply goes out through the account its turn answered as; a responder's message or
-    action through the account that answered the chat's latest message (`account_for`).
+    action through the account it names, else the one that answered the chat's latest
+    message (`account_for`).
     """
 
     def __init__(
@@ -544,7 +545,7 @@ class OutboxDelivery:
             direct=message.direct,
             key=message.key,
             origin=message.origin,
-            account=self._account_for(message.stream_id),
+            account=message.account or self._account_for(message.stream_id),
         )
         self._dispatcher.wake()
         return tuple(queued.ids)
@@ -557,13 +558,14 @@ class OutboxDelivery:
         *,
         origin: Origin,
         key: str | None = None,
+        account: str | None = None,
     ) -> tuple[int, ...]:
         """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
         check_action(action)
         item = NewItem(action.kind, action.to_payload())
         queued = await self._store.enqueue(
             turn_id, stream_id, [item], self._clock(), key=key, origin=origin,
-            account=self._account_for(stream_id),
+            account=account or self._account_for(stream_id),
         )
         self._dispatcher.wake()
         return tuple(queued.ids)

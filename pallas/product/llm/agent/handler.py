@@ -228,7 +228,8 @@ class AgentTurnHandler:
         kind, payload = action.kind.value, action.to_payload()
         try:
             ids = await self._deps.delivery.act(
-                turn.turn_id, turn.stream_id, action, origin=_origin(turn)
+                turn.turn_id, turn.stream_id, action, origin=_origin(turn),
+                account=turn.stream.self_id,
             )
         except PayloadError as exc:  # a reaction to a poke's line, say: nothing to send
             logger.warning("turn {}: {} not queued: {}", turn.turn_id, kind, exc)
@@ -263,6 +264,7 @@ class AgentTurnHandler:
                 (Segment(SegmentKind.TEXT, text=CHAT_NOTICE),),
                 key=f"budget-chat:{day}:{turn.stream_id}",
                 origin=Origin.RESPONDER,
+                account=turn.stream.self_id,
             )
         )
 

@@ -127,3 +127,15 @@ async def test_a_responder_s_message_goes_through_the_account_that_answered(rig:
     await rig.sender.send(OutgoingMessage(1, trigger.stream_id, words, origin=Origin.RESPONDER))
     await until(lambda: rig.outlet.by)
     assert rig.outlet.by == [(B, "复读", None)]
+
+
+async def test_a_responder_s_message_names_the_account_of_the_message_it_acts_on(
+    rig: Rig,
+) -> None:
+    trigger = await seen_by_both(rig, "戳一下", "3")
+    rig.book.answered_by(trigger.stream_id, A)  # a later message went to A meanwhile
+    words = (Segment(SegmentKind.TEXT, text="回你"),)
+    message = OutgoingMessage(1, trigger.stream_id, words, origin=Origin.RESPONDER, account=B)
+    await rig.sender.send(message)
+    await until(lambda: rig.outlet.by)
+    assert rig.outlet.by == [(B, "回你", None)]
