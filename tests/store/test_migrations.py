@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 import pallas.features  # noqa: F401  the features' tables (memory's, persona's) on the metadata
 from pallas.store.engine import create_engine
@@ -125,44 +127,17 @@ async def test_a_features_branch_is_migrated_beside_the_core(store_url: str) -> 
         await engine.dispose()
 
 
-async def test_groups_each_account_saw_apart_become_one_when_upgraded(tmp_path: Path) -> None:
+async def test_groups_each_account_saw_apart_become_one_when_upgraded(store_url: str) -> None:
     """A store from before 0021 where two accounts each had the same group (docs/accounts.md):
     one stream after the upgrade, every message kept, a clashing member row not doubled."""
     from alembic import command
-    from sqlalchemy import create_engine as create_sync_engine
 
-    path = tmp_path / "old.db"
-    sync = create_sync_engine(f"sqlite:///{path}")
-    with sync.begin() as conn:
-        command.upgrade(alembic_config(conn), "0020")
-        now = "'2026-12-01 00:00:00.000000'"
-        conn.execute(text(
-            "INSERT INTO stream (id, platform, self_id, kind, external_id, name, created_at) "
-            f"VALUES (1, 'qq', '10001', 'group', '700', '', {now}), "
-            f"(2, 'qq', '10002', 'group', '700', '', {now}), "
-            f"(3, 'qq', '10002', 'private', '42', '', {now})"
-        ))  # fmt: skip
-        person = f"INSERT INTO person (id, display_name, created_at) VALUES (1, 'm', {now})"
-        conn.execute(text(person))
-        for sid, pid in ((1, "1"), (2, "1"), (2, "2"), (2, "3")):
-            conn.execute(text(
-                "INSERT INTO message (stream_id, sender_person_id, platform_message_id, time, "
-                "stored_at, text, segments, mentions, mentions_all, is_poke, from_bot, recalled, "
-                f"suppressed, truncated) VALUES ({sid}, 1, '{pid}', {now}, {now}, 't', '[]', "
-                "'[]', 0, 0, 0, 0, 0, 0)"
-            ))  # fmt: skip
-        conn.execute(text(
-            "INSERT INTO job (kind, payload, status, due_at, attempts, max_attempts, last_error, "
-            f"created_at, updated_at) VALUES ('memory.extract', '{{\"stream_id\": 1}}', "
-            f"'pending', {now}, 0, 5, '', {now}, {now})"
-        ))  # fmt: skip
-        for sid in (1, 2):
-            conn.execute(text(
-                "INSERT INTO member (stream_id, person_id, card, role, title, updated_at) "
-                f"VALUES ({sid}, 1, 'c{sid}', 'member', '', {now})"
-            ))  # fmt: skip
-    sync.dispose()
-    engine = create_engine(f"sqlite+aiosqlite:///{path}")
+    engine = create_engine(store_url)
+    async with engine.connect() as conn:
+        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), "0020"))
+        await conn.commit()
+    async with engine.begin() as conn:
+        await _old_store_rows(conn)
     await upgrade_to_head(engine)
     async with engine.connect() as conn:
         streams = (await conn.execute(text("SELECT id, kind FROM stream ORDER BY id"))).all()
@@ -180,4 +155,35 @@ async def test_groups_each_account_saw_apart_become_one_when_upgraded(tmp_path: 
     ]  # fmt: skip
     assert [tuple(m) for m in members] == [(2, "c2")]
     assert sorted(tuple(a) for a in accounts) == [(2, "10001"), (2, "10002")]
-    assert '"stream_id": 2' in job  # queued work follows the group
+    payload = job if isinstance(job, dict) else json.loads(job)
+    assert payload == {"stream_id": 2}  # queued work follows the group
+
+
+async def _old_store_rows(conn: AsyncConnection) -> None:
+    now = "'2026-12-01 00:00:00+00:00'"
+    await conn.execute(text(
+        "INSERT INTO stream (id, platform, self_id, kind, external_id, name, created_at) "
+        f"VALUES (1, 'qq', '10001', 'group', '700', '', {now}), "
+        f"(2, 'qq', '10002', 'group', '700', '', {now}), "
+        f"(3, 'qq', '10002', 'private', '42', '', {now})"
+    ))  # fmt: skip
+    await conn.execute(text(
+        f"INSERT INTO person (id, display_name, created_at) VALUES (1, 'm', {now})"
+    ))  # fmt: skip
+    for sid, pid in ((1, "1"), (2, "1"), (2, "2"), (2, "3")):
+        await conn.execute(text(
+            "INSERT INTO message (stream_id, sender_person_id, platform_message_id, time, "
+            "stored_at, text, segments, mentions, mentions_all, is_poke, from_bot, recalled, "
+            f"suppressed, truncated) VALUES ({sid}, 1, '{pid}', {now}, {now}, 't', '[]', "
+            "'[]', false, false, false, false, false, false)"
+        ))  # fmt: skip
+    await conn.execute(text(
+        "INSERT INTO job (kind, payload, status, due_at, attempts, max_attempts, last_error, "
+        "created_at, updated_at) VALUES ('memory.extract', '{\"stream_id\": 1}', "
+        f"'pending', {now}, 0, 5, '', {now}, {now})"
+    ))  # fmt: skip
+    for sid in (1, 2):
+        await conn.execute(text(
+            "INSERT INTO member (stream_id, person_id, card, role, title, updated_at) "
+            f"VALUES ({sid}, 1, 'c{sid}', 'member', '', {now})"
+        ))  # fmt: skip
