@@ -71,6 +71,10 @@ class RelationNoteTool:
         info = await stream_info(self._engine, stream_id)
         if info is None:
             return False
+        # Filed under the account that was talking (a group may have several: the latest of
+        # the bot's lines shown says which), else the chat's own.
+        account = next((ln.user_id for ln in reversed(lines) if ln.from_bot and ln.user_id),
+                       info.self_id)  # fmt: skip
         return await self._store.add_note(
-            info.self_id, source.sender_person_id, text.strip(), EXTRACTED, now
+            account, source.sender_person_id, text.strip(), EXTRACTED, now
         )

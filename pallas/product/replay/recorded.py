@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import counts_as_speaking
@@ -19,7 +19,7 @@ from pallas.product.conversation.gate.policy import GatePolicy, effective_policy
 from pallas.product.replay.gate_replay import Line, PolicyAt, Recorded, RecordedChat
 from pallas.store import kernel_state
 from pallas.store.audit import EventKind
-from pallas.store.models import Event, LlmCall, Message, Stream
+from pallas.store.models import Event, LlmCall, Message, Stream, StreamAccount
 from pallas.store.setting_history import SettingHistory, in_force_at
 
 GATE_EVENTS = (EventKind.GATE_PASSED.value, EventKind.GATE_DROPPED.value)
@@ -45,12 +45,14 @@ class RecordedCall:
 
 
 async def find_group(engine: AsyncEngine, group: str, account: str | None) -> list[ChatRef]:
-    """The bot's chats with this group (one per account unless `account` names one)."""
+    """The bot's chat with this group (every account of the bot in it shares it: `account`
+    only narrows to a group that account is in)."""
     query = select(Stream).where(
         Stream.kind == StreamKind.GROUP.value, Stream.external_id == group
     )
     if account:
-        query = query.where(Stream.self_id == account)
+        member = select(StreamAccount.stream_id).where(StreamAccount.self_id == account)
+        query = query.where(or_(Stream.self_id == account, Stream.id.in_(member)))
     async with engine.connect() as conn:
         rows = (await conn.execute(query.order_by(Stream.id))).all()
     return [ChatRef(r.id, StreamKind(r.kind), r.external_id, r.self_id, r.name) for r in rows]
