@@ -9,5 +9,6 @@ from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
 from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import EXTENSION as PERSONA
+from pallas.product.tasks.feature import EXTENSION as TASKS
 
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC, TASKS)

@@ -1,0 +1,1 @@
+"""Tasks: reminders for everyone (docs/tasks.md)."""

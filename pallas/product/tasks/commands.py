@@ -1,0 +1,115 @@
+"""Reminders from the chat (docs/tasks.md): /提醒 <时间> <内容>, /提醒列表, /取消提醒 <编号>.
+
+Everyone may set their own; an owner sees and cancels everyone's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+
+from pallas.core.local_time import SHANGHAI
+from pallas.product.conversation.commands import Audience, CommandCall
+from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.tasks.firing import schedule
+from pallas.product.tasks.store import (
+    MAX_OPEN_PER_CHAT,
+    MAX_OPEN_PER_PERSON,
+    NewReminder,
+    Reminder,
+    ReminderStore,
+    TooMany,
+)
+from pallas.product.tasks.when import Refused, When, read_when
+
+MAX_TEXT = 200
+_ID = re.compile(r"#?([0-9]{1,12})")
+USAGE = "用法：/提醒 <时间> <内容>，比如 /提醒 20分钟后 喝水、/提醒 每天8点 吃药"
+
+
+def split_when(args: str, now: datetime) -> tuple[When, str] | Refused:
+    """The time at the head of the words (one to three of them) and what to say after it."""
+    words = args.split()
+    refused: Refused | None = None
+    for count in (3, 2, 1):
+        if len(words) <= count:
+            continue
+        found = read_when("".join(words[:count]), now, SHANGHAI)
+        if isinstance(found, When):
+            return found, " ".join(words[count:])
+        if count == 1:
+            refused = found
+    return refused or Refused(USAGE)
+
+
+def due_words(reminder: Reminder) -> str:
+    at = reminder.due_at.astimezone(SHANGHAI).strftime("%m-%d %H:%M")
+    rhythm = f"（{reminder.rhythm.words()}）" if reminder.rhythm is not None else ""
+    return f"#{reminder.id} {at}{rhythm} {reminder.text}"
+
+
+class RemindCommand:
+    name = "提醒"
+    summary = "到时候提醒你：/提醒 20分钟后 喝水；/提醒 每天8点 吃药"
+
+    def __init__(self, store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._clock = clock
+
+    async def run(self, call: CommandCall) -> str:
+        now = self._clock()
+        split = split_when(call.args, now)
+        if isinstance(split, Refused):
+            return split.reason
+        when, text = split
+        if not text.strip():
+            return USAGE
+        if len(text) > MAX_TEXT:
+            return f"内容太长了，最多 {MAX_TEXT} 个字。"
+        msg = call.stored.message
+        new = NewReminder(call.stored.stream_id, call.stored.sender_person_id,
+                          msg.sender.user_id, msg.stream.self_id, text.strip(), when.at,
+                          when.rhythm)  # fmt: skip
+        try:
+            reminder_id = await self._store.add(new, now)
+        except TooMany:
+            return (f"提醒太多了：每人最多 {MAX_OPEN_PER_PERSON} 个，每个聊天最多 "
+                    f"{MAX_OPEN_PER_CHAT} 个，先用 /取消提醒 删掉一些。")  # fmt: skip
+        await schedule(self._jobs, reminder_id, when.at)
+        at = when.at.astimezone(SHANGHAI).strftime("%m-%d %H:%M")
+        rhythm = f"，之后{when.rhythm.words()}" if when.rhythm is not None else ""
+        return f"好，{at}{rhythm}提醒你（#{reminder_id}，/取消提醒 {reminder_id} 可以取消）。"
+
+
+class RemindersCommand:
+    name = "提醒列表"
+    summary = "看你设的提醒（主人看所有人的）"
+
+    def __init__(self, store: ReminderStore) -> None:
+        self._store = store
+
+    async def run(self, call: CommandCall) -> str:
+        person = None if call.rank >= Audience.OWNER else call.stored.sender_person_id
+        reminders = await self._store.open_ones(person)
+        if not reminders:
+            return "没有待提醒的事。"
+        return "待提醒的：\n" + "\n".join(due_words(r) for r in reminders)
+
+
+class CancelReminderCommand:
+    name = "取消提醒"
+    summary = "取消一个提醒：/取消提醒 <编号>"
+
+    def __init__(self, store: ReminderStore, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def run(self, call: CommandCall) -> str:
+        match = _ID.fullmatch(call.args.strip())
+        if match is None:
+            return "用法：/取消提醒 <编号>（/提醒列表 里能看到编号）"
+        person = None if call.rank >= Audience.OWNER else call.stored.sender_person_id
+        cancelled = await self._store.cancel(int(match[1]), person, self._clock())
+        return "取消了。" if cancelled else f"没有你能取消的第 {match[1]} 个提醒。"

@@ -1,0 +1,27 @@
+"""Tasks as one feature (docs/tasks.md): reminders set from the chat, said when due."""
+
+from __future__ import annotations
+
+from pallas.product.conversation.commands import Audience
+from pallas.product.extensions import Extension, Plugs
+from pallas.product.tasks.commands import CancelReminderCommand, RemindCommand, RemindersCommand
+from pallas.product.tasks.firing import REMIND_KIND, ReminderFiring
+from pallas.product.tasks.store import ReminderStore
+
+
+def install(plugs: Plugs) -> None:
+    core = plugs.core
+    store = ReminderStore(core.engine)
+    firing = ReminderFiring(store, core.jobs, core.sender, core.action_ids, core.clock,
+                            core.engine)  # fmt: skip
+    plugs.add_job(REMIND_KIND, firing)
+    plugs.add_command(RemindCommand(store, core.jobs, core.clock), Audience.MEMBER)
+    plugs.add_command(RemindersCommand(store), Audience.MEMBER)
+    plugs.add_command(CancelReminderCommand(store, core.clock), Audience.MEMBER)
+
+
+EXTENSION = Extension(
+    name="tasks",
+    install=install,
+    summary="提醒：/提醒 20分钟后 喝水，到时候不用模型就说",
+)

@@ -1,0 +1,90 @@
+"""End to end: reminders set from the chat are said once when due, with no model, across a
+kill -9 and a restart (docs/tasks.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support.bot_process import BotProcess
+from tests.support.fake_napcat import FakeNapCat, next_message_id
+from tests.support.fixtures import ACCESS_TOKEN
+from tests.support.timeline_db import TimelineDb, wait_for
+
+SELF_ID, MEMBER, GROUP = 61001, 6200, 6300
+
+
+class NapCat(FakeNapCat):
+    def __init__(self, ws_url: str) -> None:
+        super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
+        for action in ("send_group_msg", "send_private_msg"):
+            self.responders[action] = lambda _params: {"message_id": next_message_id()}
+
+    def said(self, action: str) -> list[list[dict[str, Any]]]:
+        return [p["message"] for p in self.calls_to(action)]
+
+    def texts(self, action: str) -> list[str]:
+        return [json.dumps(m, ensure_ascii=False) for m in self.said(action)]
+
+
+async def command(napcat: NapCat, words: str, *, group: bool = False, who: int = MEMBER) -> str:
+    """Send a command and wait for its answer."""
+    action = "send_group_msg" if group else "send_private_msg"
+    before = len(napcat.said(action))
+    event = (napcat.group_message(GROUP, who, words) if group
+             else napcat.private_message(who, words))  # fmt: skip
+    await napcat.send_event(event)
+    await wait_for(lambda: len(napcat.said(action)) > before, what=f"the answer to {words}")
+    return napcat.texts(action)[before]
+
+
+async def test_a_reminder_survives_kill_9_and_is_said_once(tmp_path: Path) -> None:
+    bot = BotProcess(tmp_path, token=ACCESS_TOKEN)
+    bot.start()
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    answer = await command(napcat, "/提醒 8秒后 喝水")
+    assert "提醒你" in answer and "#1" in answer
+    bot.kill()  # SIGKILL before it is due
+    await napcat.close()
+
+    bot.start()
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    def reminded() -> list[str]:
+        return [t for t in napcat.texts("send_private_msg") if "提醒：喝水" in t]
+
+    said = await wait_for(reminded, timeout=30, what="the reminder")
+    await asyncio.sleep(2)
+    assert len(reminded()) == len(said) == 1
+    db = TimelineDb(bot.db_path)
+    assert db.scalar("SELECT count(*) FROM llm_call") == 0  # no model at that moment
+    assert db.scalar("SELECT status FROM reminder WHERE id = 1") == "done"
+    assert "没有待提醒的事" in await command(napcat, "/提醒列表")
+    await napcat.close()
+    assert bot.stop() == 0
+
+
+async def test_a_group_reminder_ats_its_asker_and_can_be_cancelled(tmp_path: Path) -> None:
+    bot = BotProcess(tmp_path, token=ACCESS_TOKEN)
+    bot.start()
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    assert "提醒你" in await command(napcat, "/提醒 3秒后 开会", group=True)
+    assert "提醒你" in await command(napcat, "/提醒 每天8点 吃药", group=True)
+    listed = await command(napcat, "/提醒列表", group=True)
+    assert "开会" in listed and "吃药" in listed and "每天 8:00" in listed
+    said = await wait_for(lambda: [m for m in napcat.said("send_group_msg")
+                                   if any("提醒：开会" in s["data"].get("text", "") for s in m)],
+                          what="the group reminder")  # fmt: skip
+    assert said[0][0] == {"type": "at", "data": {"qq": str(MEMBER)}}
+    assert "取消了" in await command(napcat, "/取消提醒 2", group=True)
+    assert "没有你能取消" in await command(napcat, "/取消提醒 2", group=True)
+    # Another member (a member's repeated commands are held back as a flood).
+    assert "没看懂" in await command(napcat, "/提醒 每秒 喝水", group=True, who=MEMBER + 1)
+    past = "/提醒 1970-01-01T00:00:00+08:00 穿越"
+    assert "过去" in await command(napcat, past, group=True, who=MEMBER + 2)
+    await napcat.close()
+    assert bot.stop() == 0
