@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.bot_process import BotProcess
+from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, next_message_id
 from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID, MEMBER, GROUP = 61001, 6200, 6300
+MODEL = "tasks-chat"
 
 
 class NapCat(FakeNapCat):
@@ -88,3 +90,43 @@ async def test_a_group_reminder_ats_its_asker_and_can_be_cancelled(tmp_path: Pat
     assert "过去" in await command(napcat, past, group=True, who=MEMBER + 2)
     await napcat.close()
     assert bot.stop() == 0
+
+
+async def test_the_model_sets_a_reminder_that_survives_kill_9_and_fires_with_no_model(
+    tmp_path: Path,
+) -> None:
+    async with FakeModelServer() as model:
+        remind = json.dumps({"when": "8秒后", "text": "喝水"}, ensure_ascii=False)
+        ok = json.dumps({"text": "好，到时候叫你"}, ensure_ascii=False)
+        model.script(MODEL, Reply("", (ToolCallSpec("task__remind", remind),)),
+                     Reply("", (ToolCallSpec("reply", ok),)))  # fmt: skip
+        env = {"LLM_BASE_URL": model.base_url, "LLM_MODEL": MODEL, "LLM_API_KEY": "sk-tasks"}
+        bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
+        bot.start()
+        await bot.wait_ready()
+        napcat = await NapCat(bot.ws_url).connect()
+        await napcat.send_event(napcat.private_message(MEMBER, "8秒后提醒我喝水"))
+        await wait_for(lambda: any("到时候叫你" in t for t in napcat.texts("send_private_msg")),
+                       what="the model's answer")  # fmt: skip
+        # The tool was offered because the words asked for a reminder, and it was called.
+        first = model.requests_for(MODEL)[0].body
+        assert "task__remind" in {t["function"]["name"] for t in first.get("tools", [])}
+        db = TimelineDb(bot.db_path)
+        assert db.scalar("SELECT text FROM reminder") == "喝水"
+        bot.kill()  # SIGKILL before it is due
+        await napcat.close()
+
+        asked = len(model.requests_for(MODEL))
+        bot.start()
+        await bot.wait_ready()
+        napcat = await NapCat(bot.ws_url).connect()
+
+        def reminded() -> list[str]:
+            return [t for t in napcat.texts("send_private_msg") if "提醒：喝水" in t]
+
+        await wait_for(reminded, timeout=30, what="the reminder")
+        await asyncio.sleep(2)
+        assert len(reminded()) == 1
+        assert len(model.requests_for(MODEL)) == asked  # said with no model call
+        await napcat.close()
+        assert bot.stop() == 0

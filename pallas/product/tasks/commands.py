@@ -12,18 +12,10 @@ from datetime import datetime
 from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.commands import Audience, CommandCall
 from pallas.product.conversation.jobs.registry import Jobs
-from pallas.product.tasks.firing import schedule
-from pallas.product.tasks.store import (
-    MAX_OPEN_PER_CHAT,
-    MAX_OPEN_PER_PERSON,
-    NewReminder,
-    Reminder,
-    ReminderStore,
-    TooMany,
-)
+from pallas.product.tasks.setting import Asker, set_reminder
+from pallas.product.tasks.store import Reminder, ReminderStore
 from pallas.product.tasks.when import Refused, When, read_when
 
-MAX_TEXT = 200
 _ID = re.compile(r"#?([0-9]{1,12})")
 USAGE = "用法：/提醒 <时间> <内容>，比如 /提醒 20分钟后 喝水、/提醒 每天8点 吃药"
 
@@ -66,21 +58,11 @@ class RemindCommand:
         when, text = split
         if not text.strip():
             return USAGE
-        if len(text) > MAX_TEXT:
-            return f"内容太长了，最多 {MAX_TEXT} 个字。"
         msg = call.stored.message
-        new = NewReminder(call.stored.stream_id, call.stored.sender_person_id,
-                          msg.sender.user_id, msg.stream.self_id, text.strip(), when.at,
-                          when.rhythm)  # fmt: skip
-        try:
-            reminder_id = await self._store.add(new, now)
-        except TooMany:
-            return (f"提醒太多了：每人最多 {MAX_OPEN_PER_PERSON} 个，每个聊天最多 "
-                    f"{MAX_OPEN_PER_CHAT} 个，先用 /取消提醒 删掉一些。")  # fmt: skip
-        await schedule(self._jobs, reminder_id, when.at)
-        at = when.at.astimezone(SHANGHAI).strftime("%m-%d %H:%M")
-        rhythm = f"，之后{when.rhythm.words()}" if when.rhythm is not None else ""
-        return f"好，{at}{rhythm}提醒你（#{reminder_id}，/取消提醒 {reminder_id} 可以取消）。"
+        asker = Asker(call.stored.stream_id, call.stored.sender_person_id, msg.sender.user_id,
+                      msg.stream.self_id)  # fmt: skip
+        done = await set_reminder(self._store, self._jobs, asker, when, text, now)
+        return done.reason if isinstance(done, Refused) else done.words
 
 
 class RemindersCommand:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pallas.product.conversation.commands import Audience
 from pallas.product.extensions import Extension, Plugs
+from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.tasks.commands import CancelReminderCommand, RemindCommand, RemindersCommand
 from pallas.product.tasks.firing import REMIND_KIND, ReminderFiring
 from pallas.product.tasks.store import ReminderStore
+from pallas.product.tasks.tools import task_tools
 
 
 def install(plugs: Plugs) -> None:
@@ -18,6 +20,11 @@ def install(plugs: Plugs) -> None:
     plugs.add_command(RemindCommand(store, core.jobs, core.clock), Audience.MEMBER)
     plugs.add_command(RemindersCommand(store), Audience.MEMBER)
     plugs.add_command(CancelReminderCommand(store, core.clock), Audience.MEMBER)
+    plugs.add_tool_plugin(
+        FunctionPlugin(
+            "tasks", "提醒：到时间提醒提问的人", common=task_tools(store, core.jobs, core.clock)
+        )
+    )
 
 
 EXTENSION = Extension(
