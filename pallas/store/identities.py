@@ -196,3 +196,15 @@ async def ensure_stream(
     """The stream row of a chat the bot starts itself (a private message to an owner)."""
     async with Database.of(engine).write() as conn:
         return (await StreamResolver().resolve(conn, [key], now))[key]
+
+
+async def person_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> dict[str, int]:
+    """Platform user id -> person id, for the ids the store knows."""
+    wanted = {u for u in user_ids if u}
+    if not wanted:
+        return {}
+    query = select(Identity.user_id, Identity.person_id).where(
+        Identity.platform == platform, Identity.user_id.in_(wanted)
+    )
+    async with engine.connect() as conn:
+        return {row.user_id: int(row.person_id) for row in await conn.execute(query)}

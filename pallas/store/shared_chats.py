@@ -169,27 +169,23 @@ async def learn_sequence(
 
 async def stored_id_of(conn: AsyncConnection, stream_id: int, platform_id: str) -> str | None:
     """The id a message is stored under, named by another account's id for it."""
-    query = (
-        select(Message.platform_message_id)
-        .join(MessageCopy, MessageCopy.message_id == Message.id)
-        .where(Message.stream_id == stream_id, MessageCopy.platform_message_id == platform_id)
-        .limit(1)
-    )
-    return await conn.scalar(query)
+    found = await message_by_copy(conn, stream_id, platform_id)
+    return None if found is None else found[2]
 
 
 async def message_by_copy(
     conn: AsyncConnection, stream_id: int, platform_id: str
-) -> tuple[int, bool] | None:
-    """(message id, from the bot) of the message another account's id names."""
+) -> tuple[int, bool, str] | None:
+    """(message id, from the bot, the id it is stored under) of the message another
+    account's id names."""
     query = (
-        select(Message.id, Message.from_bot)
+        select(Message.id, Message.from_bot, Message.platform_message_id)
         .join(MessageCopy, MessageCopy.message_id == Message.id)
         .where(Message.stream_id == stream_id, MessageCopy.platform_message_id == platform_id)
         .limit(1)
     )
     row = (await conn.execute(query)).first()
-    return None if row is None else (int(row.id), bool(row.from_bot))
+    return None if row is None else (int(row.id), bool(row.from_bot), str(row.platform_message_id))
 
 
 async def notice_seen(
@@ -227,6 +223,7 @@ class Quoted:
     platform_message_id: str  # the id it is stored under (its first copy's)
     from_bot: bool
     sender: str  # the sender's platform id (for the bot's own: the account that said it)
+    account: str | None = None  # the account whose id it is stored under
 
 
 async def quoted(engine: AsyncEngine, stream_id: int, platform_id: str) -> Quoted | None:
@@ -238,7 +235,8 @@ async def quoted(engine: AsyncEngine, stream_id: int, platform_id: str) -> Quote
         .limit(1)
         .scalar_subquery()
     )
-    columns = (Message.id, Message.platform_message_id, Message.from_bot, sender.label("sender"))
+    columns = (Message.id, Message.platform_message_id, Message.from_bot, sender.label("sender"),
+               Message.account)  # fmt: skip
     direct = select(*columns).where(
         Message.stream_id == stream_id, Message.platform_message_id == platform_id
     )
@@ -253,7 +251,8 @@ async def quoted(engine: AsyncEngine, stream_id: int, platform_id: str) -> Quote
             row = (await conn.execute(by_copy.limit(1))).first()
     if row is None:
         return None
-    return Quoted(int(row.id), str(row.platform_message_id), bool(row.from_bot), str(row.sender))
+    return Quoted(int(row.id), str(row.platform_message_id), bool(row.from_bot), str(row.sender),
+                  row.account)  # fmt: skip
 
 
 async def id_for_account(
@@ -264,7 +263,10 @@ async def id_for_account(
     found = await quoted(engine, stream_id, platform_id)
     if found is None:
         return platform_id
-    return await own_id_of(engine, found.message_id, account)
+    if found.account in (None, account):
+        return found.platform_message_id
+    async with engine.connect() as conn:
+        return await _copy_id(conn, found.message_id, account)
 
 
 async def own_id_of(
@@ -283,9 +285,14 @@ async def own_id_of(
             return None
         if row.account in (None, self_id):
             return str(row.platform_message_id)
-        copy = await conn.scalar(
-            select(MessageCopy.platform_message_id).where(
-                MessageCopy.message_id == message_id, MessageCopy.self_id == self_id
-            )
+        return await _copy_id(conn, message_id, self_id)
+
+
+async def _copy_id(conn: AsyncConnection, message_id: int, self_id: str) -> str | None:
+    """The account's own id for a message another account's copy is stored under."""
+    copy = await conn.scalar(
+        select(MessageCopy.platform_message_id).where(
+            MessageCopy.message_id == message_id, MessageCopy.self_id == self_id
         )
+    )
     return None if copy is None else str(copy)

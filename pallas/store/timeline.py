@@ -479,7 +479,8 @@ class _Batch:
         ).first()
         found = (int(row.id), bool(row.from_bot)) if row is not None else None
         if found is None:  # named by another account's id for it
-            found = await message_by_copy(self._conn, stream_id, platform_id)
+            copy = await message_by_copy(self._conn, stream_id, platform_id)
+            found = None if copy is None else (copy[0], copy[1])
         if found is None:
             return None
         if found[1]:

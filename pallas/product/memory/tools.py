@@ -33,6 +33,7 @@ from pallas.product.memory.recall_reads import RecallScope, keyword_recall
 from pallas.product.memory.store import MemoryKind, MemoryRecord, MemoryStatus, MemoryStore
 from pallas.product.memory.teachers import chat_people
 from pallas.product.teaching.guard import REFUSAL_TEXT, Refusal, Teaching, judge_teaching
+from pallas.store.identities import person_ids
 from pallas.store.members import known_in_stream
 from pallas.store.models import Identity, Member
 
@@ -130,18 +131,6 @@ async def roles_here(engine: AsyncEngine, stream_id: int, people: Collection[int
     async with engine.connect() as conn:
         known = {int(row.person_id): str(row.role or "") for row in await conn.execute(query)}
     return [known.get(person, "") for person in people]
-
-
-async def person_ids(engine: AsyncEngine, platform: str, user_ids: Iterable[str]) -> dict[str, int]:
-    """Platform user id -> person id, for the ids the store knows."""
-    wanted = {u for u in user_ids if u}
-    if not wanted:
-        return {}
-    query = select(Identity.user_id, Identity.person_id).where(
-        Identity.platform == platform, Identity.user_id.in_(wanted)
-    )
-    async with engine.connect() as conn:
-        return {row.user_id: int(row.person_id) for row in await conn.execute(query)}
 
 
 async def names_here(

@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.llm.tools.base import (
@@ -27,7 +25,7 @@ from pallas.product.llm.tools.base import (
 from pallas.product.tasks.setting import Asker, set_reminder
 from pallas.product.tasks.store import ReminderStore
 from pallas.product.tasks.when import Refused, Rhythm, When, read_when
-from pallas.store.models import Identity
+from pallas.store.identities import person_ids
 
 DOMAIN = "tasks"
 HINTS = ("提醒", "叫我", "喊我", "记得", "到时候", "分钟后", "小时后", "秒后", "天后", "明早",
@@ -45,14 +43,10 @@ async def _asker(context: ToolContext) -> Asker:
     if not users:
         raise ToolError("不知道是谁要提醒")
     conversation = context.conversation
-    query = select(Identity.person_id).where(
-        Identity.platform == conversation.stream.platform, Identity.user_id == users[-1]
-    )
-    async with context.engine.connect() as conn:
-        person = await conn.scalar(query)
-    if person is None:
+    found = await person_ids(context.engine, conversation.stream.platform, users[-1:])
+    if users[-1] not in found:
         raise ToolError("不知道是谁要提醒")
-    return Asker(conversation.stream_id, int(person), users[-1], conversation.stream.self_id)
+    return Asker(conversation.stream_id, found[users[-1]], users[-1], conversation.stream.self_id)
 
 
 def with_repeat(when: When, repeat: str, now: datetime) -> When | Refused:
