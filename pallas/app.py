@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.config import Settings
 from pallas.console.token import ensure_console_token
 from pallas.core.assets import ASSETS_FOLDER
+from pallas.core.clock import shift_clock, utc_now
 from pallas.features import BUILT_IN_FEATURES
 from pallas.platform.onebot.lookups import PlatformLookups
 from pallas.platform.onebot.outlet import OneBotOutlet
@@ -115,10 +116,6 @@ STAGE_ORDER = (
 )
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass(frozen=True)
 class KernelConfig:
     gate: GatePolicy = field(default_factory=GatePolicy)
@@ -203,6 +200,7 @@ class Runtime:
     ) -> Runtime:
         """The core, with `features` installed through the seam (bot.py passes the enabled
         ones; a test passes what it exercises); `handler` stands in for the agent (tests)."""
+        shift_clock(settings.pallas_clock_shift_s)  # before anything reads the clock
         kernel = kernel or KernelConfig()
         database = Database.of(create_engine(settings.database_url))
         recorders = _recorders(settings, database.engine)

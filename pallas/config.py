@@ -116,6 +116,8 @@ class Settings(BaseSettings):
     pallas_retention_call_log_days: int = Field(
         default=RETENTION_DAYS["call_log"], ge=0, le=RETENTION_MAX_DAYS
     )
+    # Drills only: the bot's clock moved by this many seconds (pallas/core/clock.py).
+    pallas_clock_shift_s: float = Field(default=0.0, ge=-366 * 86400, le=366 * 86400)
 
     @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
     @classmethod

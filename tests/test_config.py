@@ -121,6 +121,7 @@ CONTRACT_KEYS = [
     "PALLAS_RETENTION_EVENTS_DAYS",
     "PALLAS_RETENTION_MODEL_CALLS_DAYS",
     "PALLAS_RETENTION_CALL_LOG_DAYS",
+    "PALLAS_CLOCK_SHIFT_S",
 ]
 ENV_EXAMPLE = Path(__file__).resolve().parents[1] / ".env.example"
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from pallas.core.clock import utc_now
 from pallas.core.inbound import (
     ForwardContent,
     GroupNotice,
@@ -70,10 +71,6 @@ WriteOutcome = MessageWritten | NoticeWritten
 _BOT_MESSAGE_ONLY = frozenset({NoticeKind.REACTION_ADDED, NoticeKind.REACTION_REMOVED})
 __all__ = ["MessageWritten", "NoticeWritten", "TimelineWriter", "WriteOutcome", "WriterClosedError"]
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class TimelineWriter:

@@ -8,13 +8,14 @@ record is made only after NapCat confirmed the action, so a failure leaves no fa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from loguru import logger
 from nonebot.adapters.onebot.v11 import Bot
 from nonebot.exception import AdapterException
 
+from pallas.core.clock import utc_now
 from pallas.core.inbound import (
     InboundMessage,
     Segment,
@@ -34,10 +35,6 @@ class Recorder(Protocol):
     """Where the bot's own actions are recorded (the ingress, so they dedupe with echoes)."""
 
     async def accept(self, item: InboundMessage) -> object: ...
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 async def send_message(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.clock import utc_now
 from pallas.product.conversation.delivery.contract import Outlet, ReplyDelivery, Sender
 from pallas.product.conversation.turns.turn import Turn
 from pallas.product.llm.agent.config import AgentConfig
@@ -89,7 +90,7 @@ def build_agent_handler(
     account's edited character is kept (features' character sources come after it)."""
     character = seed_character(config, nicknames)
     if stored is not None:
-        own = StoredCharacterSource(stored, character, lambda: datetime.now(UTC))
+        own = StoredCharacterSource(stored, character, utc_now)
         characters = (own, *characters)
     plan = plan_for(models, config)
     if plan is not None:

@@ -7,14 +7,15 @@ assemble context -> frame -> decide -> act (reply / react / poke) or hand back
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.actions import Capability, ChatAction, Origin, Poke, Reaction
+from pallas.core.clock import utc_now
 from pallas.core.inbound import Segment, SegmentKind
 from pallas.product.conversation.delivery.contract import (
     OutgoingMessage,
@@ -84,7 +85,7 @@ class AgentHandlerDeps:
     limits: Callable[[], AgentConfig]
     bot_names: tuple[str, ...]
     superusers: frozenset[str] = frozenset()
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    clock: Callable[[], datetime] = utc_now
     # How a reply goes out besides words (stickers, voice); features add theirs at load time.
     forms: Sequence[ReplyForm] = ()
     # What acts on the model's declared intents (mood, promises, offence), reply or silence.
