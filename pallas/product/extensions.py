@@ -20,7 +20,7 @@ list it appends to itself.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -283,6 +283,19 @@ class Plugs:
 
         return current
 
+
+    def settings_writer(
+        self, section: Section
+    ) -> Callable[[str, Mapping[str, Any]], Awaitable[None]]:
+        """A writer of the section's values for a scope (a chat command's switch): checked
+        and kept with what it replaced, as the console's changes are."""
+        registry = self._targets.registry
+        clock = self.core.clock
+
+        async def change(scope_id: str, changes: Mapping[str, Any]) -> None:
+            await registry.update(section.key, scope_id, changes, clock())
+
+        return change
 
 class Lifespans:
     """The features' start/stop pairs on one AsyncExitStack."""

@@ -37,6 +37,7 @@ class WindowLine:
     role: str = ""  # owner / admin / member in this group, when known
     mentions: tuple[str, ...] = ()  # platform ids @-mentioned
     suppressed: bool = False  # silenced: stored, but nobody acts on it (nor learns from it)
+    origin: str = ""  # the bot's own line: which part of it said it (pallas.core.actions.Origin)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def _line_query() -> Select[Any]:
             Message.recalled,
             Message.mentions,
             Message.suppressed,
+            Message.origin,
         )
         .join(Person, Person.id == Message.sender_person_id)
         .outerjoin(
@@ -101,6 +103,42 @@ async def window_up_to(
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
     return [_line(row) for row in reversed(rows)]
+
+
+async def lines_since(
+    engine: AsyncEngine, stream_id: int, since: datetime, ids: tuple[int, int], limit: int
+) -> list[WindowLine]:
+    """The `limit` newest messages sent at or after `since` with an id in (after, up to],
+    oldest first (a summary's window)."""
+    after, up_to = ids
+    query = (
+        _line_query()
+        .where(
+            Message.stream_id == stream_id,
+            Message.time >= since,
+            Message.id > after,
+            Message.id <= up_to,
+        )
+        .order_by(Message.id.desc())
+        .limit(limit)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [_line(row) for row in reversed(rows)]
+
+
+async def last_said_by(
+    engine: AsyncEngine, stream_id: int, person_id: int, before_id: int
+) -> int | None:
+    """The id of the person's latest message in the stream before `before_id`."""
+    query = select(func.max(Message.id)).where(
+        Message.stream_id == stream_id,
+        Message.sender_person_id == person_id,
+        Message.id < before_id,
+    )
+    async with engine.connect() as conn:
+        found = (await conn.execute(query)).scalar()
+    return None if found is None else int(found)
 
 
 async def search_before(
@@ -208,6 +246,7 @@ def _line(row: Row[Any]) -> WindowLine:
         role=row.role or "",
         mentions=tuple(str(m) for m in row.mentions or ()),
         suppressed=bool(row.suppressed),
+        origin=row.origin or "",
     )
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import GroupNotice, InboundMessage, NoticeKind, StreamKey, StreamKind
-from pallas.store.models import Member, Message, Stream
+from pallas.store.models import Identity, Member, Message, Stream
 from pallas.store.sql import BoundedCache, upsert
 
 _NAME_CHARS = 128
@@ -192,3 +192,19 @@ async def known_in_stream(engine: AsyncEngine, stream_id: int, person_id: int) -
         if await conn.scalar(member) is not None:
             return True
         return await conn.scalar(spoke) is not None
+
+
+async def group_admins(engine: AsyncEngine, stream_id: int) -> list[str]:
+    """The platform ids of the group's owner and admins, as the bot last saw their roles."""
+    user_id = (
+        select(Identity.user_id)
+        .where(Identity.person_id == Member.person_id)
+        .order_by(Identity.id)
+        .limit(1)
+        .correlate(Member)
+        .scalar_subquery()
+    )
+    query = select(user_id).where(Member.stream_id == stream_id,
+                                  Member.role.in_(("owner", "admin")))  # fmt: skip
+    async with engine.connect() as conn:
+        return sorted(str(found) for found in (await conn.execute(query)).scalars() if found)

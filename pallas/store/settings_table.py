@@ -34,6 +34,15 @@ class SettingsTable:
         self._cache.put_all({(section, scope_id): stored})
         return dict(stored)
 
+    async def scopes(self, section: str) -> dict[str, dict[str, Any]]:
+        """Every scope with values stored for the section (a daily job's groups)."""
+        query = select(SettingValues.scope_id, SettingValues.values).where(
+            SettingValues.section == section
+        )
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return {row.scope_id: dict(row.values or {}) for row in rows}
+
     async def save(
         self, section: str, scope_id: str, values: dict[str, Any], now: datetime
     ) -> None:

@@ -144,6 +144,7 @@ FEATURE_SECTIONS = {
     "media": {"media"},
     "persona": {"rage", "follow_up", "promises"},
     "classic": {"classic"},
+    "summaries": {"summaries"},
 }
 CORE_SECTIONS = {
     "gate", "agent", "delivery", "features", "notices", "character", "retention", "models",

@@ -58,7 +58,7 @@ class Command(Protocol):
     summary: str  # one line for the help, in Chinese
 
     async def run(self, call: CommandCall) -> str:
-        """The answer to send (Chinese, plain text)."""
+        """The answer to send (Chinese, plain text); empty when it answers later itself."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +199,8 @@ class CommandStage:
         if not self._limits.may_answer(key, now):
             return StageResult(Verdict.HANDLED, f"command_{name}_flood")
         answer = await self._run(entry.command, CommandCall(name, args, stored, rank))
+        if not answer:  # it answers later (a job's message): nothing to say now
+            return StageResult(Verdict.HANDLED, f"command_{name}")
         return await self._answer(stored, answer, f"command_{name}")
 
     async def _run(self, command: Command, call: CommandCall) -> str:
