@@ -1,19 +1,43 @@
-"""Tasks as one feature (docs/tasks.md): reminders set from the chat, said when due."""
+"""Tasks as one feature (docs/tasks.md): reminders set from the chat, said when due; questions
+looked up in the background, answered once."""
 
 from __future__ import annotations
 
 from pallas.product.conversation.commands import Audience
 from pallas.product.extensions import Extension, Plugs
+from pallas.product.llm.tools.base import Tool
+from pallas.product.llm.tools.builtin.web import WebFetchTool, WebSearchTool
 from pallas.product.llm.tools.registry import FunctionPlugin
-from pallas.product.tasks.commands import CancelReminderCommand, RemindCommand, RemindersCommand
+from pallas.product.tasks.commands import (
+    CancelReminderCommand,
+    CancelResearchCommand,
+    RemindCommand,
+    RemindersCommand,
+    ResearchCommand,
+)
 from pallas.product.tasks.firing import REMIND_KIND, ReminderFiring
+from pallas.product.tasks.research import RESEARCH_KIND, RUN_TIMEOUT_S, ResearchRunning
+from pallas.product.tasks.research_store import ResearchStore
 from pallas.product.tasks.store import ReminderStore
 from pallas.product.tasks.tools import task_tools
+
+RESEARCH_TIMEOUT_S = RUN_TIMEOUT_S + 30  # the run stops itself first, and says so
 
 
 def install(plugs: Plugs) -> None:
     core = plugs.core
     store = ReminderStore(core.engine)
+    research = ResearchStore(core.engine)
+    web = (WebSearchTool(core.settings.web_search_api_url, core.settings.tavily_api_key),
+           WebFetchTool())  # fmt: skip
+    def available() -> list[Tool]:
+        return [tool for tool in web if tool.can_enable().available]
+
+    running = ResearchRunning(research, core.engine, core.models, core.sender, core.action_ids,
+                              core.clock, available)  # fmt: skip
+    plugs.add_job(RESEARCH_KIND, running, timeout_s=RESEARCH_TIMEOUT_S)
+    plugs.add_command(ResearchCommand(research, core.jobs, core.clock), Audience.MEMBER)
+    plugs.add_command(CancelResearchCommand(research, core.clock), Audience.MEMBER)
     firing = ReminderFiring(store, core.jobs, core.sender, core.action_ids, core.clock,
                             core.engine)  # fmt: skip
     plugs.add_job(REMIND_KIND, firing)
@@ -22,7 +46,7 @@ def install(plugs: Plugs) -> None:
     plugs.add_command(CancelReminderCommand(store, core.clock), Audience.MEMBER)
     plugs.add_tool_plugin(
         FunctionPlugin(
-            "tasks", "提醒：到时间提醒提问的人", common=task_tools(store, core.jobs, core.clock)
+            "tasks", "提醒和后台查资料", common=task_tools(store, research, core.jobs, core.clock)
         )
     )
 
@@ -30,5 +54,5 @@ def install(plugs: Plugs) -> None:
 EXTENSION = Extension(
     name="tasks",
     install=install,
-    summary="提醒：/提醒 20分钟后 喝水，到时候不用模型就说",
+    summary="提醒（/提醒 20分钟后 喝水，到时候不用模型就说）和后台查资料（/调研 <问题>）",
 )

@@ -1,4 +1,5 @@
-"""The model's reminder tools: `task.remind`, `task.list`, `task.cancel` (docs/tasks.md).
+"""The model's task tools: `task.remind`, `task.list`, `task.cancel`, `task.research`
+(docs/tasks.md).
 
 Offered where they help: deferred, brought in when the batch asks for a reminder (提醒, 叫我,
 a time phrase) or by `tools.find`. A reminder belongs to the person who wrote the batch; it is
@@ -22,6 +23,8 @@ from pallas.product.llm.tools.base import (
     ToolTag,
     Visibility,
 )
+from pallas.product.tasks.research_start import start_research, started_words
+from pallas.product.tasks.research_store import STATUS_WORDS, ResearchStore
 from pallas.product.tasks.setting import Asker, set_reminder
 from pallas.product.tasks.store import ReminderStore
 from pallas.product.tasks.when import Refused, Rhythm, When, read_when
@@ -29,7 +32,10 @@ from pallas.store.identities import person_ids
 
 DOMAIN = "tasks"
 HINTS = ("提醒", "叫我", "喊我", "记得", "到时候", "分钟后", "小时后", "秒后", "天后", "明早",
-         "明天", "今晚", "点叫", "闹钟", "定时", "每天", "每周")  # fmt: skip
+         "明天", "今晚", "点叫", "闹钟", "定时", "每天", "每周", "查得怎么样", "查到了吗",
+         "别查了")  # fmt: skip
+RESEARCH_HINTS = ("查一下", "查查", "帮我查", "搜一下", "调研", "打听", "查完", "告诉我",
+                  "回头告诉")  # fmt: skip
 
 
 def _spec(name: str, description: str, parameters: Mapping[str, Any], *tags: ToolTag) -> ToolSpec:
@@ -105,47 +111,93 @@ class RemindTool(Tool):
 class ListTool(Tool):
     spec = _spec(
         "task.list",
-        "提问的人设的、还没到时间的提醒（编号、时间、内容）。",
+        "提问的人设的、还没到时间的提醒（编号、时间、内容），和他让你在后台查的事（编号、进度）。",
         {"type": "object", "properties": {}},
         ToolTag.READ_ONLY,
     )
 
-    def __init__(self, store: ReminderStore) -> None:
+    def __init__(self, store: ReminderStore, research: ResearchStore) -> None:
         self._store = store
+        self._research = research
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         asker = await _asker(context)
         reminders = await self._store.open_ones(asker.person_id)
-        return ToolOutput([{"id": r.id, "at": r.due_at.astimezone(SHANGHAI).isoformat(),
-                            "repeat": None if r.rhythm is None else r.rhythm.words(),
-                            "text": r.text} for r in reminders])  # fmt: skip
+        looked_up = await self._research.recent(asker.person_id)
+        return ToolOutput({
+            "reminders": [{"id": r.id, "at": r.due_at.astimezone(SHANGHAI).isoformat(),
+                           "repeat": None if r.rhythm is None else r.rhythm.words(),
+                           "text": r.text} for r in reminders],
+            "research": [{"id": r.id, "question": r.question,
+                          "status": STATUS_WORDS.get(r.status, r.status)} for r in looked_up],
+        })  # fmt: skip
 
 
 class CancelTool(Tool):
     spec = _spec(
         "task.cancel",
-        "取消提问的人的一个提醒（编号见 task.list）。",
-        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+        "取消提问的人的一个提醒，或一件在后台查的事（编号见 task.list；kind 是 reminder 或 "
+        "research，默认 reminder）。",
+        {"type": "object", "properties": {
+            "id": {"type": "integer"},
+            "kind": {"type": "string", "enum": ["reminder", "research"]}},
+         "required": ["id"]},
         ToolTag.SIDE_EFFECT,
-    )
+    )  # fmt: skip
 
-    def __init__(self, store: ReminderStore, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: ReminderStore, research: ResearchStore, clock: Callable[[], datetime]
+    ) -> None:
         self._store = store
+        self._research = research
         self._clock = clock
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         try:
-            reminder_id = int(arguments.get("id"))  # type: ignore[arg-type]
+            task_id = int(arguments.get("id"))  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
-            raise ToolError("id 要是提醒的编号") from exc
+            raise ToolError("id 要是 task.list 里的编号") from exc
         asker = await _asker(context)
         person = None if context.conversation.asker_is_owner else asker.person_id
-        if not await self._store.cancel(reminder_id, person, self._clock()):
-            raise ToolError(f"没有能取消的第 {reminder_id} 个提醒")
-        return ToolOutput({"cancelled": reminder_id})
+        if arguments.get("kind") == "research":
+            if not await self._research.cancel(task_id, person, self._clock()):
+                raise ToolError(f"没有能取消的第 {task_id} 件在查的事")
+            return ToolOutput({"cancelled_research": task_id})
+        if not await self._store.cancel(task_id, person, self._clock()):
+            raise ToolError(f"没有能取消的第 {task_id} 个提醒")
+        return ToolOutput({"cancelled": task_id})
+
+
+class ResearchTool(Tool):
+    spec = ToolSpec(
+        name="task.research",
+        description="在后台查资料：提问的人让你“查一下……然后告诉我”、不急着当场回答时用。"
+        "后台用网页搜索查完后，直接把结果发到这个会话（群里会 @ 他），只发一次；"
+        "你现在只需告诉他在查了。能当场回答的不要用。",
+        parameters={"type": "object",
+                    "properties": {"question": {"type": "string",
+                                                "description": "要查的问题，300 字以内"}},
+                    "required": ["question"]},
+        tags=frozenset({ToolTag.SIDE_EFFECT}), domains=(DOMAIN,), hints=RESEARCH_HINTS,
+        visibility=Visibility.DEFERRED,
+    )  # fmt: skip
+
+    def __init__(self, store: ResearchStore, jobs: Jobs, clock: Callable[[], datetime]) -> None:
+        self._store = store
+        self._jobs = jobs
+        self._clock = clock
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
+        question = str(arguments.get("question") or "")
+        started = await start_research(self._store, self._jobs, await _asker(context), question,
+                                       self._clock())  # fmt: skip
+        if isinstance(started, Refused):
+            raise ToolError(started.reason)
+        return ToolOutput({"id": started, "said_later": True, "note": started_words(started)})
 
 
 def task_tools(
-    store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime]
+    store: ReminderStore, research: ResearchStore, jobs: Jobs, clock: Callable[[], datetime]
 ) -> tuple[Tool, ...]:
-    return (RemindTool(store, jobs, clock), ListTool(store), CancelTool(store, clock))
+    return (RemindTool(store, jobs, clock), ListTool(store, research),
+            CancelTool(store, research, clock), ResearchTool(research, jobs, clock))  # fmt: skip
