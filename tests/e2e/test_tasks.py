@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pallas.core.local_time import SHANGHAI
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, next_message_id
@@ -130,3 +133,51 @@ async def test_the_model_sets_a_reminder_that_survives_kill_9_and_fires_with_no_
         assert len(model.requests_for(MODEL)) == asked  # said with no model call
         await napcat.close()
         assert bot.stop() == 0
+
+
+async def test_a_daily_reminder_fires_once_a_day_over_a_moved_clock_across_kill_9(
+    tmp_path: Path,
+) -> None:
+    minute = (int(time.time()) // 60 + 2) * 60  # a whole minute ahead, as the bot will see it
+    at = datetime.fromtimestamp(minute, UTC).astimezone(SHANGHAI)
+
+    def start(due: float, lead_s: float) -> BotProcess:
+        shift = due - lead_s - time.time()
+        bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env={"PALLAS_CLOCK_SHIFT_S": str(shift)})
+        bot.start()
+        return bot
+
+    def reminded(napcat: NapCat) -> list[str]:
+        return [t for t in napcat.texts("send_private_msg") if "提醒：吃药" in t]
+
+    bot = start(minute, 25)
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    answer = await command(napcat, f"/提醒 每天{at.hour}:{at.minute:02d} 吃药")
+    assert "每天" in answer and "#1" in answer
+    await wait_for(lambda: reminded(napcat), timeout=45, what="the first day's reminder")
+    bot.kill()  # SIGKILL right after it was said
+    await napcat.close()
+
+    bot.start()  # the same moved clock: that day's reminder is not said again
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    await asyncio.sleep(4)
+    assert reminded(napcat) == []
+    await napcat.close()
+    assert bot.stop() == 0
+
+    bot = start(minute + 86400, 20)  # the next day, 20 s before its time
+    await bot.wait_ready()
+    napcat = await NapCat(bot.ws_url).connect()
+    assert reminded(napcat) == []
+    await wait_for(lambda: reminded(napcat), timeout=45, what="the second day's reminder")
+    await asyncio.sleep(2)
+    assert len(reminded(napcat)) == 1
+    db = TimelineDb(bot.db_path)
+    keys = [r[0] for r in db.query("SELECT idempotency_key FROM job WHERE kind = 'task.remind' "
+                                   "ORDER BY id")]  # fmt: skip
+    assert len(keys) == 3  # day one, day two, and day three queued
+    assert db.scalar("SELECT status FROM reminder WHERE id = 1") == "open"
+    await napcat.close()
+    assert bot.stop() == 0
