@@ -402,6 +402,7 @@ def _core_services(
         ProactiveTurns(engine, conversation.turn_buffers, runner, delivery.accounts.speaking_as),
         tuple(settings.nickname),
         CharacterStore(engine),
+        conversation.policies.get,
     )  # fmt: skip
 
 

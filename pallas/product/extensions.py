@@ -39,6 +39,7 @@ from pallas.product.conversation.delivery.dispatcher import (
     OutgoingCheck,
     ReceiptListener,
 )
+from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler
@@ -109,6 +110,9 @@ class CoreServices:
     proactive: ProactiveTurns  # turns the bot starts itself (a follow-up, a promise due)
     bot_names: tuple[str, ...]  # NICKNAME: what calling the bot by name means
     character: CharacterStore  # who each bot account is (name, description, style)
+    # A chat's gate policy as it is now (its quiet hours, its mute): what a feature that
+    # speaks on its own schedule respects.
+    gate_policy: Callable[[int, datetime], Awaitable[GatePolicy]]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pallas.product.conversation.commands import Audience, CommandCall
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.tasks.research_start import research_line, start_research, started_words
 from pallas.product.tasks.research_store import ResearchStore
-from pallas.product.tasks.setting import Asker, set_reminder
+from pallas.product.tasks.setting import Asker, QuietHours, set_reminder
 from pallas.product.tasks.store import Reminder, ReminderStore
 from pallas.product.tasks.when import Refused, When, read_when
 
@@ -48,10 +48,13 @@ class RemindCommand:
     name = "提醒"
     summary = "到时候提醒你：/提醒 20分钟后 喝水；/提醒 每天8点 吃药"
 
-    def __init__(self, store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime], quiet: QuietHours
+    ) -> None:
         self._store = store
         self._jobs = jobs
         self._clock = clock
+        self._quiet = quiet
 
     async def run(self, call: CommandCall) -> str:
         now = self._clock()
@@ -64,7 +67,7 @@ class RemindCommand:
         msg = call.stored.message
         asker = Asker(call.stored.stream_id, call.stored.sender_person_id, msg.sender.user_id,
                       msg.stream.self_id)  # fmt: skip
-        done = await set_reminder(self._store, self._jobs, asker, when, text, now)
+        done = await set_reminder(self._store, self._jobs, asker, when, text, now, self._quiet)
         return done.reason if isinstance(done, Refused) else done.words
 
 

@@ -3,10 +3,12 @@ checked, the row and its first job committed, the answer worded."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from pallas.core.local_time import SHANGHAI
+from pallas.product.conversation.gate.policy import GatePolicy, is_quiet_time
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.tasks.firing import schedule
 from pallas.product.tasks.store import (
@@ -42,14 +44,33 @@ class Set:
         return f"好，{at}{rhythm}提醒你（#{number}，/取消提醒 {number} 可以取消）。"
 
 
+# The gate policy whose quiet hours (a group's 睡觉时段) a reminder in this chat keeps out
+# of; None for a private chat.
+QuietHours = Callable[[int, datetime], Awaitable[GatePolicy | None]]
+
+
+def quiet_refusal(when: When, policy: GatePolicy | None) -> Refused | None:
+    """A group's reminder is never said in its quiet hours (pure). A repeating one keeps one
+    clock time, so its first time tells."""
+    if policy is None or not is_quiet_time(when.at, policy):
+        return None
+    return Refused(f"群里 {'、'.join(policy.quiet_hours)} 是安静时段，那时候不在群里提醒；"
+                   "换个时间，或者私聊我设。")  # fmt: skip
+
+
 async def set_reminder(
-    store: ReminderStore, jobs: Jobs, asker: Asker, when: When, text: str, now: datetime
-) -> Set | Refused:
+    store: ReminderStore, jobs: Jobs, asker: Asker, when: When, text: str, now: datetime,
+    quiet: QuietHours | None = None,
+) -> Set | Refused:  # fmt: skip
     words = text.strip()
     if not words:
         return Refused("要说提醒什么。")
     if len(words) > MAX_TEXT:
         return Refused(f"内容太长了，最多 {MAX_TEXT} 个字。")
+    if quiet is not None:
+        refused = quiet_refusal(when, await quiet(asker.stream_id, now))
+        if refused is not None:
+            return refused
     new = NewReminder(asker.stream_id, asker.person_id, asker.user_id, asker.account, words,
                       when.at, when.rhythm)  # fmt: skip
     try:

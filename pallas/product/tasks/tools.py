@@ -25,7 +25,7 @@ from pallas.product.llm.tools.base import (
 )
 from pallas.product.tasks.research_start import start_research, started_words
 from pallas.product.tasks.research_store import STATUS_WORDS, ResearchStore
-from pallas.product.tasks.setting import Asker, set_reminder
+from pallas.product.tasks.setting import Asker, QuietHours, set_reminder
 from pallas.product.tasks.store import ReminderStore
 from pallas.product.tasks.when import Refused, Rhythm, When, read_when
 from pallas.store.identities import person_ids
@@ -86,10 +86,13 @@ class RemindTool(Tool):
         ToolTag.SIDE_EFFECT,
     )
 
-    def __init__(self, store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, store: ReminderStore, jobs: Jobs, clock: Callable[[], datetime], quiet: QuietHours
+    ) -> None:
         self._store = store
         self._jobs = jobs
         self._clock = clock
+        self._quiet = quiet
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:
         now = self._clock()
@@ -100,7 +103,7 @@ class RemindTool(Tool):
         if isinstance(when, Refused):
             raise ToolError(when.reason)
         done = await set_reminder(self._store, self._jobs, await _asker(context), when,
-                                  str(arguments.get("text") or ""), now)  # fmt: skip
+                                  str(arguments.get("text") or ""), now, self._quiet)  # fmt: skip
         if isinstance(done, Refused):
             raise ToolError(done.reason)
         return ToolOutput({"id": done.reminder_id, "at": when.at.isoformat(),
@@ -197,7 +200,8 @@ class ResearchTool(Tool):
 
 
 def task_tools(
-    store: ReminderStore, research: ResearchStore, jobs: Jobs, clock: Callable[[], datetime]
-) -> tuple[Tool, ...]:
-    return (RemindTool(store, jobs, clock), ListTool(store, research),
+    store: ReminderStore, research: ResearchStore, jobs: Jobs, clock: Callable[[], datetime],
+    quiet: QuietHours,
+) -> tuple[Tool, ...]:  # fmt: skip
+    return (RemindTool(store, jobs, clock, quiet), ListTool(store, research),
             CancelTool(store, research, clock), ResearchTool(research, jobs, clock))  # fmt: skip

@@ -12,11 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
+from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.tasks.firing import REMIND_KIND, ReminderFiring
-from pallas.product.tasks.setting import Asker, set_reminder
+from pallas.product.tasks.setting import Asker, quiet_refusal, set_reminder
 from pallas.product.tasks.store import ReminderStore
-from pallas.product.tasks.when import When, read_when
+from pallas.product.tasks.when import Refused, When, read_when
 from pallas.store.jobs import ClaimedJob, JobStore
 from pallas.store.ledger import LedgerWriter
 from pallas.store.models import Job, OutboxItem
@@ -99,3 +100,29 @@ async def test_a_daily_reminder_is_said_once_a_day_across_restarts(
 
 def _claimed(row: Any) -> ClaimedJob:
     return ClaimedJob(row.id, row.kind, dict(row.payload), row.idempotency_key, 2, 5, row.due_at)
+
+
+async def test_a_group_reminder_in_its_quiet_hours_is_refused_in_one_sentence(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    stored = await writer.write(message("明早6点提醒我", stream=group("801")))
+    clock = Clock()
+    jobs = Jobs(JobStore(engine), clock)
+    jobs.handle(REMIND_KIND, firing(engine, jobs, clock))
+    asker = Asker(stored.stream_id, stored.person_id, "42", "10000")
+    night = GatePolicy(quiet_hours=("23:00-07:00",))
+
+    async def quiet(_stream_id: int, _now: datetime) -> GatePolicy | None:
+        return night
+
+    for said, refused in (("明早6点", True), ("每天23点30分", True), ("明早7点", False)):
+        when = read_when(said, clock.now, SHANGHAI)
+        assert isinstance(when, When)
+        done = await set_reminder(ReminderStore(engine), jobs, asker, when, "起床", clock.now,
+                                  quiet)  # fmt: skip
+        assert isinstance(done, Refused) is refused, said
+        if refused:
+            assert done.reason == ("群里 23:00-07:00 是安静时段，那时候不在群里提醒；"
+                                   "换个时间，或者私聊我设。")  # fmt: skip
+    assert quiet_refusal(read_when("明早6点", clock.now, SHANGHAI), None) is None  # type: ignore[arg-type]
+    assert await count(engine, Job) == 1  # only 7:00 was kept
