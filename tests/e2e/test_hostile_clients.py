@@ -158,6 +158,8 @@ ID_ROUTES = [
     ("DELETE", "/pallas/api/learned/pairs/{id}"),
     ("POST", "/pallas/api/learned/pairs/{id}/ban"),
     ("DELETE", "/pallas/api/learned/bans/{id}"),
+    ("DELETE", "/pallas/api/tasks/reminders/{id}"),
+    ("DELETE", "/pallas/api/tasks/research/{id}"),
     ("GET", "/pallas/api/stickers/{id}/file"),
     ("PUT", "/pallas/api/stickers/{id}"),
     ("DELETE", "/pallas/api/stickers/{id}"),
@@ -224,6 +226,8 @@ def _shape(template: str) -> str:
         "/pallas/api/learned/pairs/{id}": "/pallas/api/learned/pairs/{pair_id}",
         "/pallas/api/learned/pairs/{id}/ban": "/pallas/api/learned/pairs/{pair_id}/ban",
         "/pallas/api/learned/bans/{id}": "/pallas/api/learned/bans/{ban_id}",
+        "/pallas/api/tasks/reminders/{id}": "/pallas/api/tasks/reminders/{reminder_id}",
+        "/pallas/api/tasks/research/{id}": "/pallas/api/tasks/research/{research_id}",
         "/pallas/api/stickers/{id}": "/pallas/api/stickers/{sha256}",
         "/pallas/api/stickers/{id}/file": "/pallas/api/stickers/{sha256}/file",
     }

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from pallas.core.local_time import SHANGHAI
 from tests.support.bot_process import BotProcess
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
@@ -18,6 +20,7 @@ from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID, MEMBER, GROUP = 61001, 6200, 6300
+CONSOLE = "tasks-console-token"
 MODEL = "tasks-chat"
 
 
@@ -73,7 +76,7 @@ async def test_a_reminder_survives_kill_9_and_is_said_once(tmp_path: Path) -> No
 
 
 async def test_a_group_reminder_ats_its_asker_and_can_be_cancelled(tmp_path: Path) -> None:
-    bot = BotProcess(tmp_path, token=ACCESS_TOKEN)
+    bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env={"PALLAS_CONSOLE_TOKEN": CONSOLE})
     bot.start()
     await bot.wait_ready()
     napcat = await NapCat(bot.ws_url).connect()
@@ -91,6 +94,19 @@ async def test_a_group_reminder_ats_its_asker_and_can_be_cancelled(tmp_path: Pat
     assert "没看懂" in await command(napcat, "/提醒 每秒 喝水", group=True, who=MEMBER + 1)
     past = "/提醒 1970-01-01T00:00:00+08:00 穿越"
     assert "过去" in await command(napcat, past, group=True, who=MEMBER + 2)
+    # The owner's console lists the open one and cancels it.
+    assert "提醒你" in await command(napcat, "/提醒 每周一9点 交周报", group=True, who=MEMBER + 3)
+    headers = {"Authorization": f"Bearer {CONSOLE}"}
+    async with httpx.AsyncClient(base_url=bot.http_url, headers=headers) as http:
+        listed = (await http.get("/pallas/api/tasks")).json()
+        assert [(r["id"], r["text"], r["repeat"]) for r in listed["reminders"]] == [
+            (3, "交周报", "每周一 9:00")]  # fmt: skip
+        assert listed["reminders"][0]["user_id"] == str(MEMBER + 3)
+        assert (await http.delete("/pallas/api/tasks/reminders/3")).status_code == 200
+        assert (await http.delete("/pallas/api/tasks/reminders/3")).status_code == 404
+        assert (await http.delete("/pallas/api/tasks/research/99")).status_code == 404
+        assert (await http.get("/pallas/api/tasks")).json()["reminders"] == []
+        assert (await http.get("/pallas/pages/tasks")).status_code == 200
     await napcat.close()
     assert bot.stop() == 0
 

@@ -23,6 +23,7 @@ from pallas.product.tasks.commands import (
     RemindersCommand,
     ResearchCommand,
 )
+from pallas.product.tasks.console import TASKS_PAGE, tasks_routes
 from pallas.product.tasks.firing import REMIND_KIND, ReminderFiring
 from pallas.product.tasks.research import RESEARCH_KIND, RUN_TIMEOUT_S, ResearchRunning
 from pallas.product.tasks.research_store import ResearchStore
@@ -54,6 +55,8 @@ def install(plugs: Plugs) -> None:
     _install_research(plugs, research)
     tools = task_tools(store, research, plugs.core.jobs, plugs.core.clock, quiet)
     plugs.add_tool_plugin(FunctionPlugin("tasks", "提醒和后台查资料", common=tools))
+    plugs.add_api_routes(tasks_routes(store, research, plugs.core.clock))
+    plugs.add_owner_page(TASKS_PAGE)
 
 
 def _install_reminders(plugs: Plugs, store: ReminderStore, quiet: QuietHours) -> None:

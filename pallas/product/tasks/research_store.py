@@ -72,9 +72,9 @@ class ResearchStore:
             row = (await conn.execute(query)).first()
         return None if row is None else _research(row)
 
-    async def recent(self, person_id: int | None) -> list[Research]:
+    async def recent(self, person_id: int | None, limit: int = LIST_LIMIT) -> list[Research]:
         """The newest ones of a person (everyone's: None), running first."""
-        query = select(ResearchRow).order_by(ResearchRow.id.desc()).limit(LIST_LIMIT)
+        query = select(ResearchRow).order_by(ResearchRow.id.desc()).limit(limit)
         if person_id is not None:
             query = query.where(ResearchRow.person_id == person_id)
         async with self._engine.connect() as conn:
