@@ -51,6 +51,8 @@ from pallas.product.conversation.turns.proactive import ProactiveTurns
 from pallas.product.llm.agent.config import DEFAULT_AGENT_FILE, AgentConfig, AgentFile
 from pallas.product.llm.agent.reply_forms import IntentListener, ReplyForm
 from pallas.product.llm.assembler.context import CharacterSource, ContextSource, TurnPreparer
+from pallas.product.llm.tools.base import Conversation, Tool, ToolSpec
+from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
 from pallas.product.ports import FactKeeper, Facts, OwnerPage, PersonAction, PersonFacet
@@ -287,6 +289,24 @@ class Plugs:
 
         return current
 
+    def tools_as_offered(
+        self, names: Sequence[str]
+    ) -> Callable[[Conversation], Awaitable[list[tuple[Tool, ToolSpec]]]]:
+        """The registry's tools of these names that a turn in the conversation could use now,
+        each with its spec as the owner edited it: a feature that runs tools off the turn (a
+        research task) keeps the owner's switches on the 工具 page."""
+        book = ToolBook(self._targets.tools, self.core.engine, frozenset())
+
+        async def usable(conversation: Conversation) -> list[tuple[Tool, ToolSpec]]:
+            snapshot = await book.snapshot()
+            found = []
+            for tool in filter(None, map(book.registry.get, names)):
+                candidate = book.candidate(tool, snapshot, conversation)
+                if candidate.availability.available:
+                    found.append((tool, candidate.spec))
+            return found
+
+        return usable
 
     def settings_writer(
         self, section: Section
@@ -300,6 +320,7 @@ class Plugs:
             await registry.update(section.key, scope_id, changes, clock())
 
         return change
+
 
 class Lifespans:
     """The features' start/stop pairs on one AsyncExitStack."""

@@ -188,6 +188,14 @@ async def newest_message_id(engine: AsyncEngine, stream_id: int) -> int:
         return int((await conn.execute(query)).scalar() or 0)
 
 
+async def newest_before(engine: AsyncEngine, stream_id: int, at: datetime) -> int:
+    """The newest message id of the stream sent at or before `at` (0: none)."""
+    query = select(func.max(Message.id)).where(Message.stream_id == stream_id,
+                                               Message.time <= at)  # fmt: skip
+    async with engine.connect() as conn:
+        return int((await conn.execute(query)).scalar() or 0)
+
+
 async def stream_info(engine: AsyncEngine, stream_id: int) -> StreamInfo | None:
     query = select(Stream.kind, Stream.external_id, Stream.self_id, Stream.name).where(
         Stream.id == stream_id

@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.inbound import GroupNotice, InboundMessage, NoticeKind, StreamKey, StreamKind
-from pallas.store.models import Identity, Member, Message, Stream
+from pallas.store.models import Identity, Member, Message, Stream, StreamAccount
 from pallas.store.sql import BoundedCache, upsert
 
 _NAME_CHARS = 128
@@ -194,17 +194,19 @@ async def known_in_stream(engine: AsyncEngine, stream_id: int, person_id: int) -
         return await conn.scalar(spoke) is not None
 
 
-async def group_admins(engine: AsyncEngine, stream_id: int) -> list[str]:
-    """The platform ids of the group's owner and admins, as the bot last saw their roles."""
-    user_id = (
+async def group_admins(engine: AsyncEngine, stream_id: int, platform: str) -> list[str]:
+    """The platform ids of the group's owner and admins, as the bot last saw their roles;
+    never one of the bot's own accounts (an admin account of the bot is not an addressee)."""
+    query = (
         select(Identity.user_id)
-        .where(Identity.person_id == Member.person_id)
-        .order_by(Identity.id)
-        .limit(1)
-        .correlate(Member)
-        .scalar_subquery()
-    )
-    query = select(user_id).where(Member.stream_id == stream_id,
-                                  Member.role.in_(("owner", "admin")))  # fmt: skip
+        .join(Member, Member.person_id == Identity.person_id)
+        .where(Member.stream_id == stream_id, Member.role.in_(("owner", "admin")),
+               Identity.platform == platform)
+    )  # fmt: skip
+    ours = select(StreamAccount.self_id).where(StreamAccount.stream_id == stream_id)
+    own = select(Stream.self_id).where(Stream.id == stream_id)
     async with engine.connect() as conn:
-        return sorted(str(found) for found in (await conn.execute(query)).scalars() if found)
+        found = set((await conn.execute(query)).scalars())
+        for accounts in (ours, own):
+            found -= set((await conn.execute(accounts)).scalars())
+    return sorted(found)

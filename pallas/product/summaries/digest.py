@@ -29,7 +29,7 @@ from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.summaries.making import MAKE_KIND, SummaryAsk, say
 from pallas.product.summaries.settings import SECTION, SummaryKnobs
 from pallas.product.summaries.window import MAX_LINES, Window
-from pallas.store.conversation import newest_message_id, stream_key
+from pallas.store.conversation import newest_before, stream_key
 from pallas.store.identities import ensure_stream
 from pallas.store.jobs import ClaimedJob
 from pallas.store.members import group_admins
@@ -40,15 +40,19 @@ TICK_KIND = "summaries.digest_tick"
 CHECK_KIND = "summaries.digest_check"
 TICK = PeriodicJob(name="summaries_digest", kind=TICK_KIND, cron="0 * * * *")
 CHECK_AFTER = timedelta(seconds=60)
+MAX_LOOKS = 5  # a private message still on its way after this many looks: taken as refused
 LATE_HOURS = 24  # a late tick covers at most this many missed hours
 FELL_BACK = "（私聊发不出去，日报发在群里了，以后也发群里。）"
 
 
 def hours_due(fire: datetime, now: datetime) -> list[datetime]:
-    """The whole hours from the tick's fire time to now (a late tick's missed ones too)."""
+    """The whole hours from the tick's fire time to now (a late tick's missed ones too, the
+    latest LATE_HOURS of them: after a long stop, today's digest, not an old day's)."""
+    hour = timedelta(hours=1)
     first = fire.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    count = min(LATE_HOURS, int((now - first) // timedelta(hours=1)) + 1)
-    return [first + timedelta(hours=n) for n in range(max(1, count))]
+    last = max(first, now.astimezone(UTC).replace(minute=0, second=0, microsecond=0))
+    first = max(first, last - (LATE_HOURS - 1) * hour)
+    return [first + n * hour for n in range(int((last - first) // hour) + 1)]
 
 
 def digest_key(stream_id: int, hour: datetime) -> str:
@@ -93,9 +97,10 @@ class DigestTick:
             if key is None or key.kind != StreamKind.GROUP:
                 continue
             ask = SummaryAsk(
-                digest_key(stream_id, hour), stream_id, Window(hours=24, lines=MAX_LINES),
-                await newest_message_id(self.engine, stream_id), hour, key.self_id,
-                title="今天的聊天日报", digest=True,
+                key=digest_key(stream_id, hour), stream_id=stream_id,
+                window=Window(hours=24, lines=MAX_LINES),
+                up_to=await newest_before(self.engine, stream_id, hour), at=hour,
+                account=key.self_id, title="今天的聊天日报", digest=True,
                 to_admins=groups[str(stream_id)].digest_to == "admins",
             )  # fmt: skip
             ref = await self.jobs.enqueue(MAKE_KIND, ask.payload(), key=ask.key, max_attempts=3)
@@ -117,9 +122,10 @@ class AdminDelivery:
 
     async def __call__(self, summary: SummaryAsk, words: str) -> None:
         group = await stream_key(self.engine, summary.stream_id)
-        admins = await group_admins(self.engine, summary.stream_id)
+        admins = [] if group is None else await group_admins(self.engine, summary.stream_id,
+                                                              group.platform)  # fmt: skip
         if group is None or not admins:
-            await self._to_group(summary, words)
+            await self._to_group(summary, words, fell_back=False)
             return
         queued: list[int] = []
         for admin in admins:
@@ -128,17 +134,38 @@ class AdminDelivery:
             queued.extend(await say(self.sender, self.action_ids(), summary, words,
                                     stream_id=stream_id, key=f"{summary.key}:{admin}"))  # fmt: skip
         payload = {"summary": summary.payload(), "words": words, "outbox_ids": queued}
-        await self.jobs.enqueue(CHECK_KIND, payload, key=f"{CHECK_KIND}:{summary.key}",
+        await self._check_later(payload, 1)
+
+    async def _check_later(self, payload: dict[str, Any], look: int) -> None:
+        key = f"{CHECK_KIND}:{payload['summary']['key']}:{look}"
+        await self.jobs.enqueue(CHECK_KIND, {**payload, "look": look}, key=key,
                                 due_at=self.clock() + CHECK_AFTER)  # fmt: skip
 
     async def check(self, job: ClaimedJob) -> None:
         ids = [int(i) for i in job.payload["outbox_ids"]]
-        if OutboxStatus.SENT.value in (await self.outbox.statuses(ids)).values():
-            return
-        summary = SummaryAsk.of(job.payload["summary"])
-        await self._to_group(summary, str(job.payload["words"]))
+        verdict = delivery_verdict(set((await self.outbox.statuses(ids)).values()),
+                                   int(job.payload.get("look", 1)))  # fmt: skip
+        if verdict == "wait":
+            await self._check_later(job.payload, int(job.payload.get("look", 1)) + 1)
+        elif verdict == "refused":
+            summary = SummaryAsk.of(job.payload["summary"])
+            await self._to_group(summary, f"{job.payload['words']}\n{FELL_BACK}", fell_back=True)
 
-    async def _to_group(self, summary: SummaryAsk, words: str) -> None:
-        await say(self.sender, self.action_ids(), summary, f"{words}\n{FELL_BACK}")
-        await self.change(str(summary.stream_id), {"digest_to": "group"})
-        logger.info("summaries: digest {} went to the group: no admin got it", summary.key)
+    async def _to_group(self, summary: SummaryAsk, words: str, fell_back: bool) -> None:
+        await say(self.sender, self.action_ids(), summary, words)
+        if fell_back:  # said once: from now on the digest goes to the group
+            await self.change(str(summary.stream_id), {"digest_to": "group"})
+        logger.info("summaries: digest {} went to the group ({})", summary.key,
+                    "no admin got it" if fell_back else "no admin known")  # fmt: skip
+
+
+def delivery_verdict(statuses: set[str], look: int) -> str:
+    """Whether an admin got the digest (pure): "got" when one was sent (or may have been:
+    `unknown` after a crash is never taken as refused), "wait" while some are still on their
+    way (up to MAX_LOOKS looks), else "refused"."""
+    if statuses & {OutboxStatus.SENT.value, OutboxStatus.UNKNOWN.value}:
+        return "got"
+    on_the_way = {OutboxStatus.PENDING.value, OutboxStatus.SENDING.value}
+    if statuses & on_the_way and look < MAX_LOOKS:
+        return "wait"
+    return "refused"

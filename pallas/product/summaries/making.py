@@ -67,16 +67,17 @@ class SummaryAsk:
                              "at": datetime.fromisoformat(payload["at"])})  # fmt: skip
 
 
-def request_key(stream_id: int, name: str) -> str:
-    return f"summary:{stream_id}:{name}"
+def request_key(stream_id: int, name: str, exempt: bool = False) -> str:
+    """A member's request is counted against the chat's allowance by this key; an owner's
+    has a key of its own, never counted."""
+    return f"{'summary-owner' if exempt else 'summary'}:{stream_id}:{name}"
 
 
 async def requests_in_last_hour(engine: AsyncEngine, stream_id: int, now: datetime) -> int:
-    """Summaries asked for in this chat within the hour (the jobs keep count across restarts)."""
-    prefix = f"summary:{stream_id}:"
+    """Members' summaries asked for in this chat within the hour (the jobs keep count
+    across restarts)."""
     query = select(func.count()).where(
-        Job.idempotency_key >= prefix,
-        Job.idempotency_key < prefix[:-1] + ";",  # the key range after the prefix
+        Job.idempotency_key.startswith(request_key(stream_id, ""), autoescape=True),
         Job.created_at >= now - REQUEST_WINDOW,
     )
     async with engine.connect() as conn:
@@ -116,12 +117,8 @@ class SummaryMaking:
         read = sum(len(run) for run in runs)
         try:
             text = await summarize(self.models, runs, about, summary.stream_id)
-        except BudgetReachedError:
-            await self._say(summary, "今天的模型额度用完了，总结不了。")
-            return
         except ProviderError as exc:
-            logger.warning("summary {}: no model answered: {!r}", summary.key, exc)
-            await self._say(summary, "总结没做成：模型暂时连不上，过会儿再试。")
+            await self._failed(summary, exc)
             return
         capped = window.lines == MAX_LINES and len(found) == MAX_LINES
         cut = "，太长只看了最新的" if read < len(lines) or capped else ""
@@ -132,6 +129,18 @@ class SummaryMaking:
             await self._say(summary, words)
         logger.info("summary {}: {} line(s) in {} call(s)", summary.key, read,
                     len(runs) + (len(runs) > 1))  # fmt: skip
+
+    async def _failed(self, summary: SummaryAsk, exc: ProviderError) -> None:
+        """Someone who asked is told why not; a digest nobody asked for says nothing, and is
+        tried again (a spent budget: not before tomorrow, so not at all)."""
+        logger.warning("summary {}: no summary: {!r}", summary.key, exc)
+        if summary.digest:
+            if isinstance(exc, BudgetReachedError):
+                return
+            raise exc  # the job's retries
+        spent = isinstance(exc, BudgetReachedError)
+        await self._say(summary, "今天的模型额度用完了，总结不了。" if spent
+                        else "总结没做成：模型暂时连不上，过会儿再试。")  # fmt: skip
 
     async def _say(self, summary: SummaryAsk, words: str) -> None:
         await say(self.sender, self.action_ids(), summary, words)

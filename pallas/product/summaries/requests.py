@@ -43,8 +43,9 @@ class SummaryRequests:
                 return "这个群的总结只有主人能要。"
             if await requests_in_last_hour(self.engine, request.stream_id, now) >= allowed:
                 return f"这个群一小时内最多总结 {allowed} 次，过会儿再来。"
-        summary = SummaryAsk(request_key(request.stream_id, request.name), request.stream_id,
-                             window, request.up_to, now, request.account)  # fmt: skip
+        summary = SummaryAsk(key=request_key(request.stream_id, request.name, request.exempt),
+                             stream_id=request.stream_id, window=window, up_to=request.up_to,
+                             at=now, account=request.account)  # fmt: skip
         await ask(self.jobs, summary)
         return ""
 

@@ -52,7 +52,8 @@ def read_window(args: str) -> Window | str:
         return Window(hours=hours, lines=MAX_LINES) if 0 < hours <= MAX_HOURS else USAGE
     if match := _MINUTES.fullmatch(words):
         minutes = int(match[1])
-        return Window(hours=minutes / 60, lines=MAX_LINES) if minutes > 0 else USAGE
+        fits = 0 < minutes <= MAX_HOURS * 60
+        return Window(hours=minutes / 60, lines=MAX_LINES) if fits else USAGE
     if match := _LINES.fullmatch(words):
         count = int(match[1])
         return Window(hours=MAX_HOURS, lines=min(count, MAX_LINES)) if count > 0 else USAGE

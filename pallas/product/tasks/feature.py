@@ -13,8 +13,6 @@ from pallas.core.inbound import StreamKind
 from pallas.product.conversation.commands import Audience
 from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.extensions import Extension, Plugs
-from pallas.product.llm.tools.base import Tool
-from pallas.product.llm.tools.builtin.web import WebFetchTool, WebSearchTool
 from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.product.tasks.commands import (
     CancelReminderCommand,
@@ -33,6 +31,7 @@ from pallas.product.tasks.tools import task_tools
 from pallas.store.conversation import stream_key
 
 RESEARCH_TIMEOUT_S = RUN_TIMEOUT_S + 30  # the run stops itself first, and says so
+WEB_TOOLS = ("web.search", "web.fetch")
 
 
 async def group_policy(
@@ -71,14 +70,9 @@ def _install_reminders(plugs: Plugs, store: ReminderStore, quiet: QuietHours) ->
 
 def _install_research(plugs: Plugs, research: ResearchStore) -> None:
     core = plugs.core
-    web = (WebSearchTool(core.settings.web_search_api_url, core.settings.tavily_api_key),
-           WebFetchTool())  # fmt: skip
-
-    def available() -> list[Tool]:  # web.search needs its key
-        return [tool for tool in web if tool.can_enable().available]
-
+    web = plugs.tools_as_offered(WEB_TOOLS)  # as a turn has them: the owner's switches hold
     running = ResearchRunning(research, core.engine, core.models, core.sender, core.action_ids,
-                              core.clock, available)  # fmt: skip
+                              core.clock, web)  # fmt: skip
     plugs.add_job(RESEARCH_KIND, running, timeout_s=RESEARCH_TIMEOUT_S)
     plugs.add_command(ResearchCommand(research, core.jobs, core.clock), Audience.MEMBER)
     plugs.add_command(CancelResearchCommand(research, core.clock), Audience.MEMBER)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,7 +28,7 @@ from pallas.core.actions import Origin
 from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.llm.assembler.prompt import tool_result
-from pallas.product.llm.tools.base import Conversation, Tool, ToolContext, ToolError
+from pallas.product.llm.tools.base import Conversation, Tool, ToolContext, ToolError, ToolSpec
 from pallas.product.llm.tools.registry import from_wire, to_wire
 from pallas.product.tasks.research_store import Research, ResearchStatus, ResearchStore
 from pallas.providers.budget import BudgetReachedError
@@ -60,6 +60,15 @@ SYSTEM_PROMPT = "\n".join(
 )
 
 
+def _open(status: str) -> bool:
+    """Still to be said: running, or answering when a crash cut the saying short."""
+    return status in (ResearchStatus.RUNNING.value, ResearchStatus.ANSWERING.value)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} 分钟" if seconds >= 60 else f"{seconds:g} 秒"
+
+
 def research_key(research_id: int) -> str:
     return f"research:{research_id}"
 
@@ -69,8 +78,7 @@ def answer_words(research: Research, answer: str) -> str:
     return f"你让我查的「{asked}」：\n{answer}"
 
 
-def tool_schema(tool: Tool) -> dict[str, Any]:
-    spec = tool.spec
+def tool_schema(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": {"name": to_wire(spec.name),
             "description": spec.description, "parameters": dict(spec.parameters)}}  # fmt: skip
 
@@ -83,18 +91,21 @@ class ResearchRunning:
     sender: Sender
     action_ids: Callable[[], int]
     clock: Callable[[], datetime]
-    tools: Callable[[], Sequence[Tool]]  # the web tools available now
+    # The web tools a turn in the conversation could use now (the owner's switches kept),
+    # each with its spec as the owner edited it.
+    tools: Callable[[Conversation], Awaitable[Sequence[tuple[Tool, ToolSpec]]]]
+    timeout_s: float = RUN_TIMEOUT_S
 
     async def __call__(self, job: ClaimedJob) -> None:
         research = await self.store.get(int(job.payload["research_id"]))
-        if research is None or research.status != ResearchStatus.RUNNING.value:
+        if research is None or not _open(research.status):
             return  # cancelled, or said already
         try:
-            async with asyncio.timeout(RUN_TIMEOUT_S):
+            async with asyncio.timeout(self.timeout_s):
                 answer = await self._look_up(research)
         except TimeoutError:
             await self._end(research, ResearchStatus.FAILED, "timeout",
-                            f"查了 {RUN_TIMEOUT_S / 60:g} 分钟还没查完，先不查了。")  # fmt: skip
+                            f"查了 {_duration(self.timeout_s)}还没查完，先不查了。")  # fmt: skip
             return
         except BudgetReachedError:
             await self._end(research, ResearchStatus.FAILED, "budget",
@@ -105,10 +116,18 @@ class ResearchRunning:
             await self._end(research, ResearchStatus.FAILED, "model",
                             "模型暂时连不上，没查成，过会儿再问我吧。")  # fmt: skip
             return
+        except Exception as exc:  # a bug must not leave the task running for good
+            logger.opt(exception=exc).error("research {} broke: {!r}", research.id, exc)
+            await self._end(research, ResearchStatus.FAILED, "error", "出了点问题，没查成。")
+            return
         await self._end(research, ResearchStatus.DONE, "answered", answer or "没查到有用的东西。")
 
     async def _look_up(self, research: Research) -> str:
-        tools = {tool.spec.name: tool for tool in self.tools()}
+        key = await stream_key(self.engine, research.stream_id)
+        if key is None:
+            return ""
+        conversation = Conversation(research.stream_id, key)
+        tools = {spec.name: (tool, spec) for tool, spec in await self.tools(conversation)}
         asked = json.dumps({"要查的问题（提问人的原话）": research.question}, ensure_ascii=False)
         messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                           {"role": "user", "content": asked}]  # fmt: skip
@@ -119,7 +138,7 @@ class ResearchRunning:
             if not await self._still_wanted(research.id):
                 return ""
             last = round_ == MAX_ROUNDS - 1 or prompt > PROMPT_TOKENS or not tools
-            offered = [] if last else [tool_schema(t) for t in tools.values()]
+            offered = [] if last else [tool_schema(spec) for _, spec in tools.values()]
             result = await self.models.chat(
                 ChatRequest(messages=list(messages), tools=offered,
                             tool_choice="auto" if offered else None, max_tokens=ANSWER_TOKENS),
@@ -128,12 +147,13 @@ class ResearchRunning:
             prompt = result.usage.prompt_tokens
             if last or not result.tool_calls:
                 return result.text.strip()
-            messages.extend(await self._ran(result, tools, research))
+            messages.extend(await self._ran(result, tools, conversation, research))
         return ""
 
     async def _ran(
-        self, result: ChatResult, tools: Mapping[str, Tool], research: Research
-    ) -> list[dict[str, Any]]:
+        self, result: ChatResult, tools: Mapping[str, tuple[Tool, ToolSpec]],
+        conversation: Conversation, research: Research,
+    ) -> list[dict[str, Any]]:  # fmt: skip
         """The assistant's calls and each call's result, as the next request carries them."""
         calls = [{"id": c.id, "type": "function",
                   "function": {"name": c.name, "arguments": c.raw_arguments}}
@@ -141,21 +161,21 @@ class ResearchRunning:
         said: list[dict[str, Any]] = [{"role": "assistant", "content": result.text or None,
                                        "tool_calls": calls}]  # fmt: skip
         for call in result.tool_calls:
-            data = await self._run_tool(tools.get(from_wire(call.name)), call.arguments, research)
+            found = tools.get(from_wire(call.name))
+            tool = None if found is None else found[0]
+            data = await self._run_tool(tool, call.arguments, conversation, research)
             text = json.dumps(data, ensure_ascii=False, default=str)
             if len(text) > RESULT_CHARS:
                 data = {"结果（已截断）": text[:RESULT_CHARS]}
             said.append({"role": "tool", "tool_call_id": call.id, "content": tool_result(data)})
         return said
 
-    async def _run_tool(self, tool: Tool | None, arguments: Any, research: Research) -> Any:
+    async def _run_tool(self, tool: Tool | None, arguments: Any, conversation: Conversation,
+                        research: Research) -> Any:  # fmt: skip
         if tool is None:
-            return {"失败": "没有这个工具，只能用 web__search 和 web__fetch"}
-        key = await stream_key(self.engine, research.stream_id)
-        if key is None:
-            return {"失败": "这个会话不在了"}
-        context = ToolContext(Conversation(research.stream_id, key), 0, 0, self.engine,
-                              self.clock(), asker_user_ids=(research.user_id,))  # fmt: skip
+            return {"失败": "没有这个工具，只能用提供的网页工具"}
+        context = ToolContext(conversation, 0, 0, self.engine, self.clock(),
+                              asker_user_ids=(research.user_id,))  # fmt: skip
         try:
             async with asyncio.timeout(tool.spec.timeout_s):
                 output = await tool.run(arguments if isinstance(arguments, dict) else {}, context)
@@ -171,11 +191,11 @@ class ResearchRunning:
 
     async def _still_wanted(self, research_id: int) -> bool:
         research = await self.store.get(research_id)
-        return research is not None and research.status == ResearchStatus.RUNNING.value
+        return research is not None and _open(research.status)
 
     async def _end(self, research: Research, status: ResearchStatus, outcome: str,
                    words: str) -> None:  # fmt: skip
-        if not await self._still_wanted(research.id):
+        if not await self.store.answering(research.id, self.clock()):
             logger.info("research {} cancelled while it ran: nothing said", research.id)
             return
         key = await stream_key(self.engine, research.stream_id)

@@ -33,10 +33,10 @@ async def start_research(
     except TooManyResearch:
         return Refused(f"在查的事太多了：每人最多同时 {MAX_RUNNING_PER_PERSON} 件，每个聊天最多 "
                        f"{MAX_RUNNING_PER_CHAT} 件，等查完或者取消一件再来。")  # fmt: skip
-    # One run: a run cut off by a crash runs again (the answer's key keeps it to one message),
-    # but a run that failed is not tried blindly again.
+    # A run cut off by a crash runs again (the answer's key keeps it to one message); a run
+    # that failed says so itself and ends, so only crashes use the attempts.
     await jobs.enqueue(RESEARCH_KIND, {"research_id": research_id},
-                       key=research_key(research_id), max_attempts=1)  # fmt: skip
+                       key=research_key(research_id), max_attempts=3)  # fmt: skip
     return research_id
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.tasks.tables import ResearchRow
@@ -15,16 +16,19 @@ from pallas.store.database import Database
 MAX_RUNNING_PER_PERSON = 2
 MAX_RUNNING_PER_CHAT = 5
 LIST_LIMIT = 10
+STALE = timedelta(hours=1)  # a run ends within minutes; one still running after this was lost
 
 
 class ResearchStatus(StrEnum):
     RUNNING = "running"
+    ANSWERING = "answering"  # its answer is being said: too late to cancel
     DONE = "done"
     CANCELLED = "cancelled"
     FAILED = "failed"  # out of time or rounds, or no model: said so in the chat
 
 
-STATUS_WORDS = {"running": "在查", "done": "查完了", "cancelled": "取消了", "failed": "没查成"}
+STATUS_WORDS = {"running": "在查", "answering": "查完了", "done": "查完了", "cancelled": "取消了",
+                "failed": "没查成"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,10 @@ class ResearchStore:
         limits = ((ResearchRow.person_id, person_id, MAX_RUNNING_PER_PERSON),
                   (ResearchRow.stream_id, stream_id, MAX_RUNNING_PER_CHAT))  # fmt: skip
         async with self._writes.begin() as conn:
+            # A task whose job was lost (it crashed on every attempt) no longer holds a place.
+            await conn.execute(update(ResearchRow).where(
+                ResearchRow.status == "running", ResearchRow.updated_at < now - STALE,
+            ).values(status="failed", outcome="lost", updated_at=now))  # fmt: skip
             for column, value, limit in limits:
                 running = select(func.count()).where(column == value,
                                                      ResearchRow.status == "running")  # fmt: skip
@@ -84,16 +92,26 @@ class ResearchStore:
 
     async def cancel(self, research_id: int, person_id: int | None, now: datetime) -> bool:
         """Cancel a running one (of `person_id`, or anyone's: None); whether it was."""
-        return await self._end(research_id, ResearchStatus.CANCELLED, "asked", now, person_id)
+        return await self._move(research_id, ResearchStatus.RUNNING, ResearchStatus.CANCELLED,
+                                "asked", now, person_id)  # fmt: skip
+
+    async def answering(self, research_id: int, now: datetime) -> bool:
+        """Take a running one (or one already answering: a run again after a crash) to
+        answering; False when it was cancelled meanwhile, and nothing may be said."""
+        if await self._move(research_id, ResearchStatus.RUNNING, ResearchStatus.ANSWERING, "",
+                            now, None):  # fmt: skip
+            return True
+        found = await self.get(research_id)
+        return found is not None and found.status == ResearchStatus.ANSWERING.value
 
     async def finish(self, research_id: int, status: ResearchStatus, outcome: str,
                      now: datetime) -> bool:  # fmt: skip
-        return await self._end(research_id, status, outcome, now, None)
+        return await self._move(research_id, ResearchStatus.ANSWERING, status, outcome, now, None)
 
-    async def _end(self, research_id: int, status: ResearchStatus, outcome: str, now: datetime,
-                   person_id: int | None) -> bool:  # fmt: skip
+    async def _move(self, research_id: int, was: ResearchStatus, status: ResearchStatus,
+                    outcome: str, now: datetime, person_id: int | None) -> bool:  # fmt: skip
         query = update(ResearchRow).where(ResearchRow.id == research_id,
-                                          ResearchRow.status == "running")  # fmt: skip
+                                          ResearchRow.status == was.value)  # fmt: skip
         if person_id is not None:
             query = query.where(ResearchRow.person_id == person_id)
         values = {"status": status.value, "outcome": outcome[:200], "updated_at": now}
@@ -101,6 +119,6 @@ class ResearchStore:
             return (await conn.execute(query.values(**values))).rowcount > 0
 
 
-def _research(row: object) -> Research:
-    return Research(row.id, row.stream_id, row.person_id, row.user_id, row.account,  # type: ignore[attr-defined]
-                    row.question, row.status, row.created_at)  # type: ignore[attr-defined]  # fmt: skip
+def _research(row: Row[Any]) -> Research:
+    return Research(row.id, row.stream_id, row.person_id, row.user_id, row.account,
+                    row.question, row.status, row.created_at)  # fmt: skip

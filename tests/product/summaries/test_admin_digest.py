@@ -13,7 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.local_time import SHANGHAI
 from pallas.product.conversation.delivery.dispatcher import OutboxDelivery, OutboxDispatcher
 from pallas.product.conversation.jobs.registry import Jobs
-from pallas.product.summaries.digest import CHECK_KIND, FELL_BACK, AdminDelivery
+from pallas.product.summaries.digest import (
+    CHECK_KIND,
+    FELL_BACK,
+    MAX_LOOKS,
+    AdminDelivery,
+    delivery_verdict,
+)
 from pallas.product.summaries.making import SummaryAsk
 from pallas.product.summaries.window import Window
 from pallas.store.jobs import JobStore
@@ -67,6 +73,7 @@ async def run_check(engine: AsyncEngine, admins: AdminDelivery, clock: Clock) ->
     [job] = await JobStore(engine).claim("test", clock.now, lease=timedelta(minutes=1), limit=5)
     assert job.kind == CHECK_KIND
     await admins.check(job)
+    await JobStore(engine).finish(job.id, "test", clock.now)
 
 
 async def test_no_admin_got_it_so_the_group_does_and_is_told_once(
@@ -84,7 +91,11 @@ async def test_no_admin_got_it_so_the_group_does_and_is_told_once(
     await admins(ask, WORDS)  # a run again after a crash queues nothing twice
     assert len(await sent_to(engine)) == 2
 
-    await run_check(engine, admins, clock)  # neither was sent (QQ refused, or never tried)
+    await run_check(engine, admins, clock)  # still on their way: looked at again later
+    assert len(await sent_to(engine)) == 2
+    async with engine.begin() as conn:  # QQ refused both (not the bot's friends)
+        await conn.execute(update(OutboxItem).values(status="failed"))
+    await run_check(engine, admins, clock)
     assert (await sent_to(engine))[2] == ("group", "900", f"{WORDS}\n{FELL_BACK}")
     assert changes.made == [(str(stored.stream_id), {"digest_to": "group"})]
 
@@ -105,6 +116,14 @@ async def test_an_admin_got_it_so_the_group_hears_nothing(
     assert changes.made == []
 
 
+def test_an_admin_got_it_when_one_was_sent_or_may_have_been() -> None:
+    assert delivery_verdict({"sent", "failed"}, 1) == "got"
+    assert delivery_verdict({"unknown"}, 1) == "got"  # after a crash: never sent twice
+    assert delivery_verdict({"pending", "failed"}, 1) == "wait"
+    assert delivery_verdict({"sending"}, MAX_LOOKS) == "refused"
+    assert delivery_verdict({"failed", "expired"}, 1) == "refused"
+
+
 async def test_a_group_with_no_known_admin_gets_it_at_once(
     engine: AsyncEngine, writer: TimelineWriter
 ) -> None:
@@ -114,5 +133,5 @@ async def test_a_group_with_no_known_admin_gets_it_at_once(
     ask = SummaryAsk("digest:3:2026-12-06", stored.stream_id, Window(), 99, AT, "10000",
                      digest=True, to_admins=True)  # fmt: skip
     await admins(ask, WORDS)
-    assert await sent_to(engine) == [("group", "902", f"{WORDS}\n{FELL_BACK}")]
-    assert changes.made == [(str(stored.stream_id), {"digest_to": "group"})]
+    assert await sent_to(engine) == [("group", "902", WORDS)]
+    assert changes.made == []  # no private message was tried: the setting stays

@@ -21,7 +21,10 @@ def test_an_on_time_tick_covers_its_hour_and_a_late_one_the_missed_hours() -> No
     assert hours_due(FIRE, FIRE + timedelta(seconds=3)) == [FIRE]
     late = hours_due(FIRE, FIRE + timedelta(hours=2, minutes=5))
     assert late == [FIRE, FIRE + timedelta(hours=1), FIRE + timedelta(hours=2)]
-    assert len(hours_due(FIRE, FIRE + timedelta(days=5))) == LATE_HOURS
+    long_stop = hours_due(FIRE, FIRE + timedelta(days=5, minutes=3))
+    assert len(long_stop) == LATE_HOURS  # the latest day's hours, not the first day after it
+    assert long_stop[-1] == FIRE + timedelta(days=5)
+    assert long_stop[0] == FIRE + timedelta(days=4, hours=1)
 
 
 def test_groups_whose_digest_is_on_at_that_hour() -> None:

@@ -38,7 +38,7 @@ def test_the_words_of_a_request() -> None:
     assert read_window("30分钟") == Window(hours=0.5, lines=MAX_LINES)
     assert read_window("200条") == Window(hours=MAX_HOURS, lines=200)
     assert read_window("99999条") == Window(hours=MAX_HOURS, lines=MAX_LINES)
-    for bad in ("0小时", "1000小时", "0条", "昨天", "3天", "-1小时"):
+    for bad in ("0小时", "1000小时", "0条", "昨天", "3天", "-1小时", "9999分钟"):
         assert read_window(bad) == USAGE, bad
 
 
