@@ -92,6 +92,7 @@ class Settings(BaseSettings):
     # Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or
     # networks); none by default, so a client is who its socket says (docs/security.md).
     pallas_trusted_proxies: list[str] = Field(default_factory=list)
+    pallas_mcp_file: Path | None = None  # MCP servers (docs/mcp.md); None: config/mcp.json
     web_search_api_url: str = ""  # empty: Tavily's own endpoint
     tavily_api_key: str = ""  # empty: web.search is off
     # E-mail for the owners when a private message to them fails (docs/persona.md).
@@ -119,11 +120,11 @@ class Settings(BaseSettings):
     # Drills only: the bot's clock moved by this many seconds (pallas/core/clock.py).
     pallas_clock_shift_s: float = Field(default=0.0, ge=-366 * 86400, le=366 * 86400)
 
-    @field_validator("pallas_providers_file", "pallas_data_dir", mode="before")
+    @field_validator("pallas_providers_file", "pallas_mcp_file", "pallas_data_dir", mode="before")
     @classmethod
     def _empty_means_default(cls, value: Any, info: Any) -> Any:
         if isinstance(value, str) and not value.strip():
-            return None if info.field_name == "pallas_providers_file" else Path("data")
+            return Path("data") if info.field_name == "pallas_data_dir" else None
         return value
 
     @field_validator("pallas_daily_budget", "pallas_daily_token_budget", mode="before")

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.config import ConfigError, Settings, load_settings
 from pallas.console.env_keys import known_keys, unknown_keys
-from pallas.product.extensions import Extension, config_models
+from pallas.product.extensions import Extension, config_models, enabled
 from pallas.product.llm.agent.config import AgentFile
 from pallas.providers.catalog import Catalog, ModelSpec, ModelType
 from pallas.providers.errors import (
@@ -96,6 +96,7 @@ async def examine(
     findings.add(*env_findings(env_file))
     catalog = _catalog(settings, findings)
     _agent_file(findings, features)
+    await _features(settings, features, findings)
     findings.add(*await _database(settings))
     if catalog is not None:
         await _models(catalog, findings, timeout_s)
@@ -148,6 +149,21 @@ def _agent_file(findings: Findings, features: Sequence[Extension]) -> None:
         findings.add(Finding(False, "config/agent.yml 有错", str(exc)))
         return
     findings.add(Finding(True, "config/agent.yml 读得懂（或没有，用默认值）"))
+
+
+async def _features(
+    settings: Settings, features: Sequence[Extension], findings: Findings
+) -> None:
+    """Each running feature's own checks (MCP's servers); a check that breaks says so."""
+    for feature in enabled(features, settings):
+        if feature.checks is None:
+            continue
+        try:
+            found = await feature.checks(settings)
+        except Exception as exc:  # a broken check must not end the report
+            findings.add(Finding(False, f"功能 {feature.name} 的检查出错：{exc!r}"))
+            continue
+        findings.add(*(Finding(c.ok, c.what, c.fix, c.warn) for c in found))
 
 
 async def _database(settings: Settings) -> list[Finding]:

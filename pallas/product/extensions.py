@@ -55,7 +55,14 @@ from pallas.product.llm.tools.base import Conversation, Tool, ToolSpec
 from pallas.product.llm.tools.book import ToolBook
 from pallas.product.llm.tools.extraction_tools import ExtractionTool
 from pallas.product.llm.tools.registry import FunctionPlugin, ToolRegistry
-from pallas.product.ports import FactKeeper, Facts, OwnerPage, PersonAction, PersonFacet
+from pallas.product.ports import (
+    DoctorChecks,
+    FactKeeper,
+    Facts,
+    OwnerPage,
+    PersonAction,
+    PersonFacet,
+)
 from pallas.product.settings.features import FeatureGate
 from pallas.product.settings.registry import Section, SettingsRegistry
 from pallas.providers.manager import ModelManager
@@ -82,6 +89,8 @@ class Extension:
     # once at start-up; `plugs.config` in `install`). Keys the core does not know are the
     # features'; a key no model declares stops start-up naming it.
     config: type[BaseModel] | None = None
+    # Its lines of `python -m pallas doctor`, given the settings (MCP: which servers start).
+    checks: DoctorChecks | None = None
 
 
 @dataclass(frozen=True)
@@ -307,6 +316,11 @@ class Plugs:
             return found
 
         return usable
+
+    def reload_tool_plugin(self, plugin: FunctionPlugin) -> None:
+        """Add or replace a plugin of tools while the bot runs (an MCP server's tool list,
+        known only once it is up, and changed when it says so)."""
+        self._targets.tools.reload_plugin(plugin)
 
     def settings_writer(
         self, section: Section

@@ -65,3 +65,18 @@ class OwnerPage:
 # blacklisting, memory's correcting and forgetting): (person id, the form's fields, now) ->
 # whether anything changed. The action checks its fields and that they concern this person.
 PersonAction = Callable[[int, Mapping[str, str], datetime], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line a feature adds to `python -m pallas doctor`: what was checked and found, and
+    what to do when it is not well."""
+
+    ok: bool
+    what: str
+    fix: str = ""
+    warn: bool = False  # worth a look, nothing is broken
+
+
+# A feature's own checks of the set-up, from the settings (`Extension.checks`).
+DoctorChecks = Callable[[Any], Awaitable[Sequence[Check]]]

@@ -1,0 +1,1 @@
+"""Tools from MCP servers (docs/mcp.md)."""
