@@ -100,7 +100,9 @@ async def test_mcp_tools_are_called_in_turns_and_a_dying_server_leaves_the_bot_a
             assert len(odd.replace(".", "__")) <= 64 and odd.startswith("mcp.town.get_weather")
             await wait_for_async(lambda: state("crowded"), "running", "the crowded server up")
             crowded = (await servers(http))["crowded"]
-            assert len(crowded["tools"]) == 64 and crowded["left_out"] == 505 - 64
+            assert len(crowded["tools"]) == 64 and crowded["left_out"] == 506 - 64
+            # Two servers with the same tool: each under its own server's name.
+            assert {"original": "lookup", "name": "mcp.crowded.lookup"} in crowded["tools"]
 
             async def ask(words: str, answer: str) -> None:
                 await napcat.send_event(napcat.private_message(MEMBER, words))

@@ -45,8 +45,10 @@ ToolsFound = Callable[["McpConnection", list[mcp_types.Tool]], None]
 
 class McpConnection:
     def __init__(self, config: ServerConfig, found: ToolsFound, log_dir: Path,
-                 clock: Callable[[], datetime]) -> None:  # fmt: skip
+                 clock: Callable[[], datetime], init_timeout_s: float = INIT_TIMEOUT_S,
+                 ) -> None:  # fmt: skip
         self.config = config
+        self._init_timeout_s = init_timeout_s
         self.state = "starting"
         self.reason = "正在连接"
         self.tools: list[mcp_types.Tool] = []
@@ -122,7 +124,7 @@ class McpConnection:
             session = await stack.enter_async_context(
                 ClientSession(read, write, message_handler=self._heard)
             )
-            await asyncio.wait_for(session.initialize(), INIT_TIMEOUT_S)
+            await asyncio.wait_for(session.initialize(), self._init_timeout_s)
             await self._list(session)
             self._session, self._came_up = session, True
             self.state, self.reason, self.since = "running", "", self._clock()

@@ -26,7 +26,7 @@ async def test_the_doctor_starts_each_server_once_and_lists_its_tools(tmp_path: 
         "off": {"command": sys.executable, "args": [TOWN], "disabled": True},
         "broken": {"command": str(tmp_path / "nothing-here")}}}), encoding="utf-8")  # fmt: skip
     town, off, broken = await mcp_checks(Settings(path, tmp_path))
-    assert town.ok and "town：能用，5 个工具：lookup、post_notice、huge" in town.what
+    assert town.ok and "town：能用，6 个工具：lookup、post_notice、huge" in town.what
     assert off.ok and "关掉了" in off.what
     assert not broken.ok and "broken 启动不了" in broken.what and "mcp-broken.log" in broken.fix
     assert all("s3cret" not in c.what + c.fix for c in (town, off, broken))
