@@ -55,8 +55,12 @@ class ServerConfig(BaseModel):
             return [str(item) if isinstance(item, int) else item for item in value]
         return value
 
+    type: str = ""  # other hosts' word for the transport: only SSE is refused
+
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
+        if self.type.lower() == "sse":
+            raise ValueError("the SSE transport is not supported; use streamable HTTP (url)")
         if bool(self.command) == bool(self.url):
             raise ValueError("give either command (stdio) or url (streamable HTTP)")
         if self.url and not self.url.startswith(("http://", "https://")):

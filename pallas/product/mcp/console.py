@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from pallas.product.mcp.running import McpServers
+from pallas.product.mcp.servers import public_url
 from pallas.product.ports import OwnerPage
 
 MCP_PAGE = OwnerPage(
@@ -27,7 +28,7 @@ def server_view(servers: McpServers, name: str) -> dict[str, Any]:
     connection = servers.connections.get(name)
     view: dict[str, Any] = {
         "name": name, "plugin": servers.plugin_name(name), "transport": config.transport,
-        "where": config.command if config.transport == "stdio" else _host(config.url),
+        "where": config.command if config.transport == "stdio" else public_url(config.url),
         "secrets": len(config.env) + len(config.headers),
         "groups": list(config.groups), "private": config.private,
         "state": "off" if connection is None else connection.state,
@@ -41,11 +42,6 @@ def server_view(servers: McpServers, name: str) -> dict[str, Any]:
         view["tools"] = [{"original": t.name, "name": names.get(t.name, "")}
                          for t in connection.tools]  # fmt: skip
     return view
-
-
-def _host(url: str) -> str:
-    """The server's address without what may carry a secret (a token in the query)."""
-    return url.split("?", 1)[0]
 
 
 def mcp_routes(servers: McpServers, path: Path) -> APIRouter:

@@ -3,15 +3,16 @@
 64 characters) and what the registry accepts (lowercase words of letters, digits and single
 underscores).
 
-A name is lowercased and everything else becomes `_`; a name that had to be cut, or that
-two tools of one server came to share, ends in `_` and six hex digits of its original's
-SHA-1, so it stays the same across restarts (docs/mcp.md, "Names").
+A name is lowercased and everything else becomes `_`; a name that had to be cut, and every
+name that two tools of one server would come to share, ends in `_` and six hex digits of
+its original's SHA-1, so it stays the same across restarts and reorderings (docs/mcp.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from pallas.product.llm.tools.registry import to_wire
@@ -47,16 +48,17 @@ def server_names(originals: Iterable[str]) -> dict[str, str]:
 
 
 def tool_names(server: str, originals: Iterable[str]) -> dict[str, str]:
-    """Each original tool name's registry name under the server (its plain server name)."""
+    """Each original tool name's registry name under the server (its plain server name).
+
+    Whatever order the server lists them in, a tool gets the same name: every tool of a
+    group that would share one plain name is tagged, as is every name that must be cut."""
     room = WIRE_LIMIT - len(to_wire(f"{PREFIX}.{server}."))
-    names: dict[str, str] = {}
-    taken: set[str] = set()
-    for original in originals:
-        if original in names:
-            continue
+    unique = list(dict.fromkeys(originals))
+    shared = Counter(plain(original) for original in unique)
+    names = {}
+    for original in unique:
         found = plain(original)
-        if len(found) > room or found in taken:
+        if len(found) > room or shared[found] > 1:
             found = f"{found[: room - 7].rstrip('_')}_{_tag(original)}"
         names[original] = f"{PREFIX}.{server}.{found}"
-        taken.add(found)
     return names

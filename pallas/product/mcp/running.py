@@ -5,6 +5,7 @@ turn is never offered them, and the owner's switches stay."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -40,8 +41,11 @@ class McpServers:
             logger.info("mcp: starting {} server(s)", len(self.connections))
 
     async def stop(self) -> None:
-        for connection in self.connections.values():
-            await connection.stop()
+        """All at once: one server slow to stop does not hold up the others."""
+        stops = [connection.stop() for connection in self.connections.values()]
+        for failed in await asyncio.gather(*stops, return_exceptions=True):
+            if isinstance(failed, BaseException):
+                logger.warning("mcp: a server did not stop cleanly: {!r}", failed)
 
     def plugin_name(self, server: str) -> str:
         return f"mcp_{self.plain[server]}"

@@ -16,20 +16,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import mcp.types as mcp_types
 from loguru import logger
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from pallas.product.llm.tools.base import ToolError
 from pallas.product.mcp.config import ServerConfig
+from pallas.product.mcp.names import plain
 
 INIT_TIMEOUT_S = 20.0
 LIST_TIMEOUT_S = 20.0
@@ -38,6 +42,8 @@ PING_TIMEOUT_S = 10.0
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 60.0
 MAX_TOOLS = 64  # a server listing 500 tools offers the first 64 (said on the console)
+MAX_PAGES = 20  # of the tool list: a server paging forever is cut off
+STEADY_S = 60.0  # up this long: the next failure starts the backoff over
 STOP_WAIT_S = 5.0
 
 ToolsFound = Callable[["McpConnection", list[mcp_types.Tool]], None]
@@ -63,7 +69,7 @@ class McpConnection:
         self._broken = asyncio.Event()
         self._relist = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._came_up = False
+        self._up_at: float | None = None
 
     @property
     def up(self) -> bool:
@@ -89,9 +95,14 @@ class McpConnection:
             raise ToolError(f"MCP 服务 {self.config.name} 没连上：{self.reason}")
         try:
             result = await session.call_tool(tool, dict(arguments))
-        except Exception as exc:  # the session died under the call: reconnect
-            self._broken.set()
+        except MCPError as exc:
+            if exc.code != mcp_types.CONNECTION_CLOSED:  # the server refused this call only
+                raise ToolError(f"MCP 工具出错：{scrub(exc.message, self.config)[:200]}") from exc
+            if self._session is session:  # this session died: reconnect (not a newer one)
+                self._broken.set()
             raise ToolError(f"MCP 服务 {self.config.name} 断开了") from exc
+        except Exception as exc:  # the SDK refused the answer (a schema it failed, …)
+            raise ToolError(f"MCP 工具的回答用不了：{type(exc).__name__}") from exc
         if not isinstance(result, mcp_types.CallToolResult):
             raise ToolError("MCP 服务要求的交互机器人做不到")
         return result
@@ -100,22 +111,25 @@ class McpConnection:
 
     async def _run(self) -> None:
         delay = BACKOFF_START_S
-        while not self._stopping.is_set():
-            self._came_up = False
-            try:
-                await self._connected()
-            except Exception as exc:  # any failure: reported, retried
-                self._down("failed", failure_words(exc))
-            if self._stopping.is_set():
-                break
-            if self._came_up:
-                delay = BACKOFF_START_S  # it ran: the next failure starts over
-            logger.warning("mcp {}: {} (again in {:g} s)", self.config.name, self.reason, delay)
-            self.restarts += 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), delay)
-            delay = min(delay * 2, BACKOFF_MAX_S)
-        self._down("stopped", "已停止")
+        try:
+            while not self._stopping.is_set():
+                self._up_at = None
+                try:
+                    await self._connected()
+                except Exception as exc:  # any failure: reported, retried
+                    self._down("failed", scrub(failure_words(exc), self.config))
+                if self._stopping.is_set():
+                    break
+                if self._up_at is not None and _monotonic() - self._up_at >= STEADY_S:
+                    delay = BACKOFF_START_S  # it ran a while: the next failure starts over
+                logger.warning("mcp {}: {} (again in {:g} s)", self.config.name, self.reason,
+                               delay)  # fmt: skip
+                self.restarts += 1
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+                delay = min(delay * 2, BACKOFF_MAX_S)
+        finally:
+            self._down("stopped", "已停止")
 
     async def _connected(self) -> None:
         """One connection, from start to its end."""
@@ -126,7 +140,8 @@ class McpConnection:
             )
             await asyncio.wait_for(session.initialize(), self._init_timeout_s)
             await self._list(session)
-            self._session, self._came_up = session, True
+            self._broken.clear()  # a late failure of the last session is not this one's
+            self._session, self._up_at = session, _monotonic()
             self.state, self.reason, self.since = "running", "", self._clock()
             logger.info("mcp {}: up, {} tool(s)", self.config.name, len(self.tools))
             await self._watch(session)
@@ -144,7 +159,7 @@ class McpConnection:
             return
         self._log_dir.mkdir(parents=True, exist_ok=True)
         errlog = stack.enter_context(
-            (self._log_dir / f"mcp-{config.name}.log").open("a", encoding="utf-8")
+            log_file(self._log_dir, config.name).open("a", encoding="utf-8")
         )
         env = {**_inherited(), **config.env}
         params = StdioServerParameters(command=config.command, args=list(config.args), env=env,
@@ -153,15 +168,7 @@ class McpConnection:
             yield streams
 
     async def _list(self, session: ClientSession) -> None:
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        while True:
-            params = None if cursor is None else mcp_types.PaginatedRequestParams(cursor=cursor)
-            page = await asyncio.wait_for(session.list_tools(params=params), LIST_TIMEOUT_S)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor or len(tools) > MAX_TOOLS:
-                break
+        tools = await asyncio.wait_for(_pages(session), LIST_TIMEOUT_S)
         self.tools, self.left_out = tools[:MAX_TOOLS], max(0, len(tools) - MAX_TOOLS)
         if self.left_out:
             logger.warning("mcp {}: {} tools listed; the first {} are offered",
@@ -178,10 +185,12 @@ class McpConnection:
                 await self._list(session)
             waits = [asyncio.create_task(e.wait()) for e in (self._stopping, self._broken,
                                                              self._relist)]  # fmt: skip
-            done, pending = await asyncio.wait(waits, timeout=PING_EVERY_S,
-                                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-            for task in pending:
-                task.cancel()
+            try:
+                done, _ = await asyncio.wait(waits, timeout=PING_EVERY_S,
+                                             return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            finally:
+                for task in waits:
+                    task.cancel()
             if not done:
                 await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
 
@@ -194,6 +203,51 @@ class McpConnection:
     def _down(self, state: str, reason: str) -> None:
         self._session = None
         self.state, self.reason, self.since = state, reason, self._clock()
+
+
+async def _pages(session: ClientSession) -> list[mcp_types.Tool]:
+    """The listed tools, each name once, from at most MAX_PAGES pages."""
+    tools: dict[str, mcp_types.Tool] = {}
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        params = None if cursor is None else mcp_types.PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        for tool in page.tools:
+            tools.setdefault(tool.name, tool)  # a name listed twice is one tool
+        if not page.next_cursor or page.next_cursor == cursor or len(tools) > MAX_TOOLS * 10:
+            break
+        cursor = page.next_cursor
+    return list(tools.values())
+
+
+def _monotonic() -> float:
+    return time.monotonic()
+
+
+def log_file(log_dir: Path, name: str) -> Path:
+    """Where a stdio server's stderr goes: by its plain name (a `/` in a name is no path)."""
+    return log_dir / f"mcp-{plain(name)}.log"
+
+
+def scrub(text: str, config: ServerConfig) -> str:
+    """`text` without the server's secrets: its env and header values, its URL's user,
+    password and query (an SDK error may quote the URL it followed)."""
+    secrets = [*config.env.values(), *config.headers.values()]
+    if config.url:
+        parts = urlsplit(config.url)
+        secrets += [parts.query, parts.password or "", parts.username or ""]
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def public_url(url: str) -> str:
+    """A server's address as the console and the doctor show it: no user, password, query
+    or fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _inherited() -> dict[str, str]:
@@ -214,9 +268,9 @@ def failure_words(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:160]}"
 
 
-async def probe(config: ServerConfig, log_dir: Path, timeout_s: float) -> list[str]:
-    """Start the server once, initialize it and list its tools (the doctor); raises what
-    went wrong."""
+async def probe(config: ServerConfig, log_dir: Path, timeout_s: float) -> tuple[list[str], int]:
+    """Start the server once, initialize it and list its tools (the doctor): the tools
+    offered and how many more were left out; raises what went wrong."""
     found: list[str] = []
 
     def listed(_connection: McpConnection, tools: list[mcp_types.Tool]) -> None:
@@ -228,4 +282,4 @@ async def probe(config: ServerConfig, log_dir: Path, timeout_s: float) -> list[s
         session = await stack.enter_async_context(ClientSession(read, write))
         await asyncio.wait_for(session.initialize(), timeout_s)
         await asyncio.wait_for(connection._list(session), timeout_s)
-    return found
+    return found, connection.left_out
