@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pallas.product.classic.feature import EXTENSION as CLASSIC
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
+from pallas.product.knowledge.feature import EXTENSION as KNOWLEDGE
 from pallas.product.mcp.feature import EXTENSION as MCP
 from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.memory.feature import EXTENSION as MEMORY
@@ -13,4 +14,5 @@ from pallas.product.persona.feature import EXTENSION as PERSONA
 from pallas.product.summaries.feature import EXTENSION as SUMMARIES
 from pallas.product.tasks.feature import EXTENSION as TASKS
 
-BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC, TASKS, SUMMARIES, MCP)
+BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC, TASKS, SUMMARIES, MCP,
+                     KNOWLEDGE)

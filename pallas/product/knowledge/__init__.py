@@ -1,0 +1,1 @@
+"""A knowledge folder the bot answers from (docs/knowledge.md)."""
