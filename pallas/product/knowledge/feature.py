@@ -43,6 +43,7 @@ def install(plugs: Plugs) -> None:
 
     async def scan(_job: ClaimedJob | None = None) -> None:
         await indexer.scan()
+        await store.warm()
         await scopes.refresh()
 
     async def at_start() -> None:

@@ -3,18 +3,19 @@ the keyword search over the passages of the chats' own scopes (docs/knowledge.md
 
 Search weighs each query term by how rare it is among the passages in scope (idf), so an
 exact rare term ("31415", a name) decides the ranking; terms in more than COMMON_SHARE of
-the passages say little and are left out unless nothing else is asked.
+the passages say little and are left out unless nothing else is asked. The counts behind
+the weights are kept in memory, counted again after a scan changed the index.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import case, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.terms import index_terms
@@ -22,7 +23,9 @@ from pallas.product.knowledge.chunking import Chunk
 from pallas.product.knowledge.tables import KnowledgeChunk, KnowledgeDoc, KnowledgeTerm
 from pallas.store.database import Database
 
-COMMON_SHARE = 0.3
+COMMON_SHARE = 0.1
+FALLBACK = 3
+FALLBACK_PASSAGES = 1500  # a common term in more passages than this finds nothing worth it
 ROWS_PER_INSERT = 5000
 
 
@@ -61,6 +64,7 @@ class KnowledgeStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._writes = Database.of(engine).writes()
+        self._counted: dict[str, Frequencies] | None = None  # by scope; None: to count
 
     async def docs(self) -> list[Doc]:
         query = select(*KnowledgeDoc.__table__.c).order_by(KnowledgeDoc.scope, KnowledgeDoc.path)
@@ -80,12 +84,14 @@ class KnowledgeStore:
             doc_id = (await conn.execute(insert(KnowledgeDoc).values(**row)
                                          .returning(KnowledgeDoc.id))).scalar_one()  # fmt: skip
             await _index(conn, doc_id, file.scope, chunks)
+        self._counted = None
 
     async def drop(self, paths: Sequence[str]) -> None:
         """Forget files that are gone from the folder."""
         if paths:
             async with self._writes.begin() as conn:
                 await _drop(conn, paths)
+            self._counted = None
 
     async def chunks_of(self, doc_id: int, limit: int = 200) -> list[tuple[str, str]]:
         query = (select(KnowledgeChunk.heading, KnowledgeChunk.text)
@@ -99,16 +105,68 @@ class KnowledgeStore:
         terms = sorted(index_terms(text))
         if not terms:
             return []
+        frequencies = await self._frequencies(scopes)
+        weights = term_weights(terms, frequencies)
+        if not weights:
+            return []
         async with self._engine.connect() as conn:
-            weights = await _weights(conn, terms, scopes)
-            if not weights:
-                return []
-            scores = await _scores(conn, weights, scopes)
-            best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
+            best = await _best(conn, weights, scopes, limit)
             found = await _passages(conn, [chunk for chunk, _ in best])
         total = sum(weights.values())
         return [Passage(cid, *found[cid], score, min(1.0, score / total))
                 for cid, score in best if cid in found]  # fmt: skip
+
+    async def warm(self) -> None:
+        """Count the terms when the index changed since they were counted: after a scan, off
+        the reply path, so a turn's search finds them counted."""
+        if self._counted is None:
+            self._counted = await _count_terms(self._engine)
+
+    async def _frequencies(self, scopes: Sequence[str]) -> Frequencies:
+        if self._counted is None:
+            self._counted = await _count_terms(self._engine)
+        merged = Frequencies()
+        for scope in scopes:
+            found = self._counted.get(scope)
+            if found is not None:
+                merged.passages += found.passages
+                merged.terms.update(found.terms)
+        return merged
+
+
+@dataclass
+class Frequencies:
+    """How many passages there are, and how many hold each term (a scope's, or several)."""
+
+    passages: int = 0
+    terms: Counter[str] = field(default_factory=Counter)
+
+
+def term_weights(terms: Sequence[str], frequencies: Frequencies) -> dict[str, float]:
+    """Each query term's idf (pure). Terms in more than COMMON_SHARE of the passages say
+    little and are left out; a question of only such terms keeps its FALLBACK rarest, those
+    in at most FALLBACK_PASSAGES passages (a small folder's common words still count)."""
+    total = max(1, frequencies.passages)
+    found = {term: frequencies.terms[term] for term in terms if frequencies.terms[term]}
+    rare = {term: n for term, n in found.items() if n <= max(1, COMMON_SHARE * total)}
+    fallback = sorted((item for item in found.items() if item[1] <= FALLBACK_PASSAGES),
+                      key=lambda item: item[1])[:FALLBACK]  # fmt: skip
+    kept = rare or dict(fallback)
+    return {term: math.log(1 + total / n) for term, n in kept.items()}
+
+
+async def _count_terms(engine: AsyncEngine) -> dict[str, Frequencies]:
+    counted = (select(KnowledgeTerm.scope, KnowledgeTerm.term, func.count())
+               .group_by(KnowledgeTerm.scope, KnowledgeTerm.term))  # fmt: skip
+    passages = (select(KnowledgeDoc.scope, func.sum(KnowledgeDoc.chunks))
+                .group_by(KnowledgeDoc.scope))  # fmt: skip
+    by_scope: dict[str, Frequencies] = defaultdict(Frequencies)
+    async with engine.connect() as conn:
+        for scope, term, n in (await conn.execute(counted)).all():
+            by_scope[scope].terms[term] = int(n)
+        for scope, n in (await conn.execute(passages)).all():
+            by_scope[scope].passages = int(n or 0)
+    return dict(by_scope)
 
 
 async def _drop(conn: AsyncConnection, paths: Sequence[str]) -> None:
@@ -132,30 +190,17 @@ async def _index(conn: AsyncConnection, doc_id: int, scope: str, chunks: Sequenc
         await conn.execute(insert(KnowledgeTerm), terms[start : start + ROWS_PER_INSERT])
 
 
-async def _weights(conn: AsyncConnection, terms: list[str],
-                   scopes: Sequence[str]) -> dict[str, float]:  # fmt: skip
-    """Each query term's idf among the scopes' passages; common ones left out when rarer
-    ones are there."""
-    in_scope = KnowledgeTerm.scope.in_(scopes)
-    counted = select(KnowledgeTerm.term, func.count()).where(
-        KnowledgeTerm.term.in_(terms), in_scope).group_by(KnowledgeTerm.term)  # fmt: skip
-    passages = select(func.sum(KnowledgeDoc.chunks)).where(KnowledgeDoc.scope.in_(scopes))
-    df = {term: int(n) for term, n in (await conn.execute(counted)).all()}
-    if not df:
-        return {}
-    total = int((await conn.execute(passages)).scalar() or 0) or 1
-    rare = {term: n for term, n in df.items() if n <= max(1, COMMON_SHARE * total)}
-    return {term: math.log(1 + total / n) for term, n in (rare or df).items()}
-
-
-async def _scores(conn: AsyncConnection, weights: dict[str, float],
-                  scopes: Sequence[str]) -> dict[int, float]:  # fmt: skip
-    query = select(KnowledgeTerm.chunk_id, KnowledgeTerm.term).where(
-        KnowledgeTerm.term.in_(list(weights)), KnowledgeTerm.scope.in_(scopes))  # fmt: skip
-    scores: dict[int, float] = defaultdict(float)
-    for chunk_id, term in (await conn.execute(query)).all():
-        scores[int(chunk_id)] += weights[term]
-    return scores
+async def _best(conn: AsyncConnection, weights: dict[str, float], scopes: Sequence[str],
+                limit: int) -> list[tuple[int, float]]:  # fmt: skip
+    """The passages with the most weight of the query's terms, summed by the database."""
+    weight = case(*((KnowledgeTerm.term == term, value) for term, value in weights.items()),
+                  else_=0.0)  # fmt: skip
+    score = func.sum(weight).label("score")
+    query = (select(KnowledgeTerm.chunk_id, score)
+             .where(KnowledgeTerm.term.in_(list(weights)), KnowledgeTerm.scope.in_(scopes))
+             .group_by(KnowledgeTerm.chunk_id)
+             .order_by(score.desc(), KnowledgeTerm.chunk_id).limit(limit))  # fmt: skip
+    return [(int(cid), float(value)) for cid, value in (await conn.execute(query)).all()]
 
 
 async def _passages(conn: AsyncConnection, ids: list[int]) -> dict[int, tuple[str, str, str]]:
