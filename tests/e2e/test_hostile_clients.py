@@ -160,6 +160,8 @@ ID_ROUTES = [
     ("DELETE", "/pallas/api/learned/bans/{id}"),
     ("DELETE", "/pallas/api/tasks/reminders/{id}"),
     ("DELETE", "/pallas/api/tasks/research/{id}"),
+    ("GET", "/pallas/api/knowledge/docs/{id}/chunks"),
+    ("DELETE", "/pallas/api/knowledge/docs/{id}"),
     ("GET", "/pallas/api/stickers/{id}/file"),
     ("PUT", "/pallas/api/stickers/{id}"),
     ("DELETE", "/pallas/api/stickers/{id}"),
@@ -228,6 +230,8 @@ def _shape(template: str) -> str:
         "/pallas/api/learned/bans/{id}": "/pallas/api/learned/bans/{ban_id}",
         "/pallas/api/tasks/reminders/{id}": "/pallas/api/tasks/reminders/{reminder_id}",
         "/pallas/api/tasks/research/{id}": "/pallas/api/tasks/research/{research_id}",
+        "/pallas/api/knowledge/docs/{id}/chunks": "/pallas/api/knowledge/docs/{doc_id}/chunks",
+        "/pallas/api/knowledge/docs/{id}": "/pallas/api/knowledge/docs/{doc_id}",
         "/pallas/api/stickers/{id}": "/pallas/api/stickers/{sha256}",
         "/pallas/api/stickers/{id}/file": "/pallas/api/stickers/{sha256}/file",
     }

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.extensions import Extension, Plugs
+from pallas.product.knowledge.console import KNOWLEDGE_PAGE, knowledge_routes
 from pallas.product.knowledge.indexing import FOLDER, FolderIndexer
 from pallas.product.knowledge.recall import KnowledgeRecall, KnowledgeSearchTool
 from pallas.product.knowledge.store import KnowledgeStore
@@ -46,9 +47,12 @@ def install(plugs: Plugs) -> None:
         await store.warm()
         await scopes.refresh()
 
+    async def rescan() -> None:
+        await core.jobs.enqueue(SCAN_KIND, {}, key=f"{SCAN_KIND}:now:{core.clock().isoformat()}")
+
     async def at_start() -> None:
         await scopes.refresh()
-        await core.jobs.enqueue(SCAN_KIND, {}, key=f"{SCAN_KIND}:start:{core.clock().isoformat()}")
+        await rescan()
 
     async def nothing() -> None:
         return None
@@ -57,6 +61,8 @@ def install(plugs: Plugs) -> None:
     plugs.add_periodic_job(SCAN)
     plugs.add_lifespan(at_start, nothing, name="knowledge")
     plugs.add_context_source(KnowledgeRecall(store, scopes))
+    plugs.add_api_routes(knowledge_routes(store, indexer.root, rescan))
+    plugs.add_owner_page(KNOWLEDGE_PAGE)
     plugs.add_tool_plugin(FunctionPlugin("knowledge", "知识库：主人放进来的文档",
                                          common=(KnowledgeSearchTool(store, scopes),)))  # fmt: skip
 

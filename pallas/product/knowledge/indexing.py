@@ -61,7 +61,7 @@ class FolderIndexer:
     def __init__(self, store: KnowledgeStore, root: Path, clock: Callable[[], datetime],
                  changed: Callable[[], None] = lambda: None) -> None:  # fmt: skip
         self._store = store
-        self._root = root
+        self.root = root
         self._clock = clock
         self._changed = changed  # told after a scan that changed anything
         self._lock = asyncio.Lock()  # one scan at a time
@@ -76,12 +76,12 @@ class FolderIndexer:
         return report
 
     async def _scan(self) -> ScanReport:
-        self._root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         known = {doc.path: doc for doc in await self._store.docs()}
         seen: set[str] = set()
         indexed = skipped = 0
-        for path in document_files(self._root):
-            relative = path.relative_to(self._root).as_posix()
+        for path in document_files(self.root):
+            relative = path.relative_to(self.root).as_posix()
             seen.add(relative)
             outcome = await self._read(path, relative, known)
             indexed += outcome == "indexed"
@@ -93,7 +93,7 @@ class FolderIndexer:
     async def _read(self, path: Path, relative: str, known: dict[str, Doc]) -> str:
         """One file into the index; what became of it (indexed, skipped, or "" unchanged)."""
         scope = scope_of(Path(relative))
-        if not path.resolve().is_relative_to(self._root.resolve()):
+        if not path.resolve().is_relative_to(self.root.resolve()):
             return await self._skip(DocFile(relative, scope, "", 0), "链接指向知识库外面", known)
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:

@@ -73,6 +73,9 @@ class KnowledgeStore:
         return [Doc(r.id, r.path, r.scope, r.sha256, r.size, r.status, r.reason, r.chunks,
                     r.indexed_at) for r in rows]  # fmt: skip
 
+    async def doc(self, doc_id: int) -> Doc | None:
+        return next((d for d in await self.docs() if d.id == doc_id), None)
+
     async def put(self, file: DocFile, chunks: Sequence[Chunk], reason: str,
                   now: datetime) -> None:  # fmt: skip
         """The file's passages (none, with `reason`: skipped) in place of what it had."""
