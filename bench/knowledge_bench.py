@@ -98,7 +98,7 @@ async def run(chunks: int, rounds: int) -> None:
               f"{total / spent:.0f} passages/s")  # fmt: skip
         started = time.perf_counter()
         await store.warm()
-        print(f"terms counted for the weights in {time.perf_counter() - started:.1f} s")
+        print(f"terms counted for the weights in {time.perf_counter() - started:.2f} s")
         await recall(store)
         await latency(store, rounds, rng)
         await engine.dispose()

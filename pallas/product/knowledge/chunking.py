@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 CHUNK_CHARS = 500
-MAX_CHUNKS = 5000  # one document: a 200-page manual fits, a dump is cut (said)
+MAX_CHUNKS = 5000  # one document: a 200-page manual fits; the rest of a dump is not indexed
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE = re.compile(r"(?<=[。！？!?；;.])\s*")
 

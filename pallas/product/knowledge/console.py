@@ -36,19 +36,25 @@ KNOWLEDGE_PAGE = OwnerPage(
     intro="机器人回答问题时能查的文档：哪些读进去了、哪些没读和为什么；可以试着问一句看它能找到什么。",
     script=Path(__file__).parent / "static" / "knowledge.js",
 )
-_NAME = re.compile(r"^[^/\\\x00]{1,120}$")
-_GROUP = re.compile(r"^[0-9]{0,20}$")
+_NAME = re.compile(r"[^/\\\x00\n\r]{1,120}")
+_GROUP = re.compile(r"[0-9]{0,20}", re.ASCII)
 
 
 def upload_target(root: Path, name: str, group: str) -> Path:
     """Where an uploaded file goes, or HTTPException 400 with why (pure but for the path)."""
-    if not _NAME.match(name) or name.startswith(".") or name in ("..",):
+    if not _NAME.fullmatch(name) or name.startswith("."):
         raise HTTPException(400, "文件名不对：不能带路径，不能以 . 开头")
     if Path(name).suffix.lower() not in SUFFIXES:
         raise HTTPException(400, "只能放 .md .txt .html .pdf .docx")
-    if not _GROUP.match(group):
+    if not _GROUP.fullmatch(group):
         raise HTTPException(400, "group 要是群号，或者不填（所有聊天都能用）")
     return (root / group / name) if group else (root / name)
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether the folder a path is in resolves inside the knowledge folder (a symlinked
+    group folder does not)."""
+    return path.parent.resolve().is_relative_to(root.resolve())
 
 
 def knowledge_routes(
@@ -72,7 +78,7 @@ def knowledge_routes(
 
     @router.get("/knowledge/search", tags=["knowledge"])
     async def search(q: str = "", group: str = "") -> dict[str, Any]:
-        if not _GROUP.match(group):
+        if not _GROUP.fullmatch(group):
             raise HTTPException(400, "group 要是群号，或者不填")
         kind = StreamKind.GROUP if group else StreamKind.PRIVATE
         scopes = scopes_of(StreamKey("qq", "", kind, group or "0"))
@@ -87,8 +93,12 @@ def knowledge_routes(
         if not data:
             raise HTTPException(400, "文件是空的")
         target.parent.mkdir(parents=True, exist_ok=True)
+        if not inside(root, target):
+            raise HTTPException(400, "这个群的文件夹不在知识库里")
         partial = target.with_name(f".{target.name}.part")  # hidden: no scan reads it half
-        partial.write_bytes(data)
+        partial.unlink(missing_ok=True)  # a link left there is removed, not followed
+        with partial.open("xb") as written:
+            written.write(data)
         partial.replace(target)
         logger.info("console: knowledge file {} added by the owner", target.relative_to(root))
         await rescan()
@@ -100,7 +110,7 @@ def knowledge_routes(
         if doc is None:
             raise HTTPException(404, "没有这个文档")
         path = root / doc.path
-        if path.is_symlink() or path.resolve().is_relative_to(root.resolve()):
+        if inside(root, path):  # the entry itself, even a symlink: never what it points at
             path.unlink(missing_ok=True)
         await store.drop([doc.path])
         logger.info("console: knowledge file {} removed by the owner", doc.path)

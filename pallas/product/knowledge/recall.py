@@ -29,6 +29,7 @@ from pallas.product.llm.tools.base import (
 
 AUTO_PASSAGES = 3
 AUTO_COVERAGE = 0.5  # the share of the question's weight a passage must match to be shown
+AUTO_TERMS = 2  # and at least this many of its terms: one shared word is not an answer
 AUTO_CHARS = 700  # the block's passages together: about 700 tokens of Chinese at most
 TOOL_PASSAGES = 5
 HINTS = ("资料", "文档", "知识库", "说明书", "手册", "规定", "规则", "介绍", "怎么", "是什么")
@@ -68,7 +69,7 @@ class KnowledgeRecall:
         if turn.proactive or not turn.text.strip() or not self._has(scopes):
             return None
         found = await self._store.search(turn.text, scopes, AUTO_PASSAGES)
-        strong = [p for p in found if p.coverage >= AUTO_COVERAGE]
+        strong = [p for p in found if p.coverage >= AUTO_COVERAGE and p.matched >= AUTO_TERMS]
         if not strong:
             return None
         return ContextBlock(

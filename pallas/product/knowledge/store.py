@@ -9,6 +9,7 @@ the weights are kept in memory, counted again after a scan changed the index.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from pallas.product.knowledge.chunking import Chunk
 from pallas.product.knowledge.tables import KnowledgeChunk, KnowledgeDoc, KnowledgeTerm
 from pallas.store.database import Database
 
+MAX_QUERY_CHARS = 500  # a long paste is searched by its beginning
 COMMON_SHARE = 0.1
 FALLBACK = 3
 FALLBACK_PASSAGES = 1500  # a common term in more passages than this finds nothing worth it
@@ -58,13 +60,15 @@ class Passage:
     text: str
     score: float  # the matched terms' weight
     coverage: float  # the share of the query's weight it matched (0..1)
+    matched: int  # how many of the query's terms it holds
 
 
 class KnowledgeStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._writes = Database.of(engine).writes()
-        self._counted: dict[str, Frequencies] | None = None  # by scope; None: to count
+        self._generation = 0  # moved on by every change of the index
+        self._counted: tuple[int, dict[str, Frequencies]] | None = None  # by scope, as of
 
     async def docs(self) -> list[Doc]:
         query = select(*KnowledgeDoc.__table__.c).order_by(KnowledgeDoc.scope, KnowledgeDoc.path)
@@ -79,6 +83,8 @@ class KnowledgeStore:
     async def put(self, file: DocFile, chunks: Sequence[Chunk], reason: str,
                   now: datetime) -> None:  # fmt: skip
         """The file's passages (none, with `reason`: skipped) in place of what it had."""
+        terms = await asyncio.to_thread(lambda: [index_terms(f"{c.heading}\n{c.text}")
+                                                 for c in chunks])  # fmt: skip
         async with self._writes.begin() as conn:
             await _drop(conn, [file.path])
             row = {"path": file.path, "scope": file.scope, "sha256": file.sha256,
@@ -86,15 +92,15 @@ class KnowledgeStore:
                    "reason": reason[:200], "chunks": len(chunks), "indexed_at": now}  # fmt: skip
             doc_id = (await conn.execute(insert(KnowledgeDoc).values(**row)
                                          .returning(KnowledgeDoc.id))).scalar_one()  # fmt: skip
-            await _index(conn, doc_id, file.scope, chunks)
-        self._counted = None
+            await _index(conn, doc_id, file.scope, chunks, terms)
+        self._generation += 1
 
     async def drop(self, paths: Sequence[str]) -> None:
         """Forget files that are gone from the folder."""
         if paths:
             async with self._writes.begin() as conn:
                 await _drop(conn, paths)
-            self._counted = None
+            self._generation += 1
 
     async def chunks_of(self, doc_id: int, limit: int = 200) -> list[tuple[str, str]]:
         query = (select(KnowledgeChunk.heading, KnowledgeChunk.text)
@@ -105,35 +111,38 @@ class KnowledgeStore:
 
     async def search(self, text: str, scopes: Sequence[str], limit: int = 5) -> list[Passage]:
         """The passages of these scopes that match `text` best, best first."""
-        terms = sorted(index_terms(text))
+        terms = sorted(index_terms(text[:MAX_QUERY_CHARS]))
         if not terms:
             return []
-        frequencies = await self._frequencies(scopes)
+        frequencies = await self._frequencies(scopes, terms)
         weights = term_weights(terms, frequencies)
         if not weights:
             return []
         async with self._engine.connect() as conn:
             best = await _best(conn, weights, scopes, limit)
-            found = await _passages(conn, [chunk for chunk, _ in best])
-        total = sum(weights.values())
-        return [Passage(cid, *found[cid], score, min(1.0, score / total))
-                for cid, score in best if cid in found]  # fmt: skip
+            found = await _passages(conn, [chunk for chunk, *_ in best])
+        total = query_weight(terms, weights, frequencies)
+        return [Passage(cid, *found[cid], score, min(1.0, score / total), matched)
+                for cid, score, matched in best if cid in found]  # fmt: skip
 
     async def warm(self) -> None:
-        """Count the terms when the index changed since they were counted: after a scan, off
-        the reply path, so a turn's search finds them counted."""
-        if self._counted is None:
-            self._counted = await _count_terms(self._engine)
+        """Count the terms when the index changed since they were last counted: after a scan,
+        off the reply path. A search between a change and this uses the last counts."""
+        generation = self._generation
+        if self._counted is None or self._counted[0] != generation:
+            self._counted = (generation, await _count_terms(self._engine))
 
-    async def _frequencies(self, scopes: Sequence[str]) -> Frequencies:
-        if self._counted is None:
-            self._counted = await _count_terms(self._engine)
+    async def _frequencies(self, scopes: Sequence[str], terms: Sequence[str]) -> Frequencies:
+        if self._counted is None:  # the first search before any scan: counted once here
+            await self.warm()
+        assert self._counted is not None
         merged = Frequencies()
         for scope in scopes:
-            found = self._counted.get(scope)
+            found = self._counted[1].get(scope)
             if found is not None:
                 merged.passages += found.passages
-                merged.terms.update(found.terms)
+                for term in terms:
+                    merged.terms[term] += found.terms.get(term, 0)
         return merged
 
 
@@ -143,6 +152,15 @@ class Frequencies:
 
     passages: int = 0
     terms: Counter[str] = field(default_factory=Counter)
+
+
+def query_weight(terms: Sequence[str], weights: dict[str, float],
+                 frequencies: Frequencies) -> float:  # fmt: skip
+    """What a passage matching the whole question would score (pure): the kept terms'
+    weights, and each term the index has never seen at the highest weight, so a passage
+    sharing one word with ordinary talk does not count as answering it."""
+    unseen = sum(1 for term in terms if not frequencies.terms[term])
+    return sum(weights.values()) + unseen * math.log(1 + max(1, frequencies.passages))
 
 
 def term_weights(terms: Sequence[str], frequencies: Frequencies) -> dict[str, float]:
@@ -180,30 +198,34 @@ async def _drop(conn: AsyncConnection, paths: Sequence[str]) -> None:
     await conn.execute(delete(KnowledgeDoc).where(KnowledgeDoc.path.in_(paths)))
 
 
-async def _index(conn: AsyncConnection, doc_id: int, scope: str, chunks: Sequence[Chunk]) -> None:
-    terms: list[dict[str, object]] = []
-    for n, chunk in enumerate(chunks):
-        chunk_id = (await conn.execute(
-            insert(KnowledgeChunk).values(doc_id=doc_id, ord=n, heading=chunk.heading[:300],
-                                          text=chunk.text).returning(KnowledgeChunk.id)
-        )).scalar_one()  # fmt: skip
-        found = index_terms(f"{chunk.heading}\n{chunk.text}")
-        terms += [{"term": term, "chunk_id": chunk_id, "scope": scope} for term in found]
-    for start in range(0, len(terms), ROWS_PER_INSERT):
-        await conn.execute(insert(KnowledgeTerm), terms[start : start + ROWS_PER_INSERT])
+async def _index(conn: AsyncConnection, doc_id: int, scope: str, chunks: Sequence[Chunk],
+                 terms: Sequence[frozenset[str]]) -> None:  # fmt: skip
+    """The passages in one statement (their ids back in order), then their terms."""
+    if not chunks:
+        return
+    rows = [{"doc_id": doc_id, "ord": n, "heading": c.heading[:300], "text": c.text}
+            for n, c in enumerate(chunks)]  # fmt: skip
+    made = await conn.execute(insert(KnowledgeChunk).returning(
+        KnowledgeChunk.id, sort_by_parameter_order=True), rows)  # fmt: skip
+    ids = [int(row.id) for row in made.all()]
+    filed = [{"term": term, "chunk_id": chunk_id, "scope": scope}
+             for chunk_id, found in zip(ids, terms, strict=True) for term in found]  # fmt: skip
+    for start in range(0, len(filed), ROWS_PER_INSERT):
+        await conn.execute(insert(KnowledgeTerm), filed[start : start + ROWS_PER_INSERT])
 
 
 async def _best(conn: AsyncConnection, weights: dict[str, float], scopes: Sequence[str],
-                limit: int) -> list[tuple[int, float]]:  # fmt: skip
+                limit: int) -> list[tuple[int, float, int]]:  # fmt: skip
     """The passages with the most weight of the query's terms, summed by the database."""
     weight = case(*((KnowledgeTerm.term == term, value) for term, value in weights.items()),
                   else_=0.0)  # fmt: skip
     score = func.sum(weight).label("score")
-    query = (select(KnowledgeTerm.chunk_id, score)
+    query = (select(KnowledgeTerm.chunk_id, score, func.count().label("matched"))
              .where(KnowledgeTerm.term.in_(list(weights)), KnowledgeTerm.scope.in_(scopes))
              .group_by(KnowledgeTerm.chunk_id)
              .order_by(score.desc(), KnowledgeTerm.chunk_id).limit(limit))  # fmt: skip
-    return [(int(cid), float(value)) for cid, value in (await conn.execute(query)).all()]
+    return [(int(cid), float(value), int(matched))
+            for cid, value, matched in (await conn.execute(query)).all()]  # fmt: skip
 
 
 async def _passages(conn: AsyncConnection, ids: list[int]) -> dict[int, tuple[str, str, str]]:

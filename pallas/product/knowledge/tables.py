@@ -46,8 +46,9 @@ class KnowledgeTerm(Base):
     __tablename__ = "knowledge_term"
     __table_args__ = (Index("ix_knowledge_term_term_scope", "term", "scope"),)
 
-    term: Mapped[str] = mapped_column(String(32), primary_key=True)
+    # The key leads with the passage: replacing a document deletes its passages' terms by it.
     chunk_id: Mapped[int] = mapped_column(
         Id, ForeignKey("knowledge_chunk.id", ondelete="CASCADE"), primary_key=True
     )
+    term: Mapped[str] = mapped_column(String(32), primary_key=True)
     scope: Mapped[str] = mapped_column(String(32))

@@ -70,7 +70,7 @@ async def test_a_folder_indexed_and_searched_within_its_scopes(
     assert (await store.search("暗号是什么", ["", "700"]))[0].path == "700/secret.md"
     assert await store.search("暗号是什么", ["", "800"]) == []  # another group's: never
 
-    assert await indexer.scan() == ScanReport()  # nothing changed: nothing read again
+    assert await indexer.scan() == ScanReport()  # nothing changed: nothing indexed again
     (root / "town.md").write_text(TOWN.replace("曼陀罗", "鸢尾"), encoding="utf-8")
     (root / "gbk.txt").unlink()
     assert await indexer.scan() == ScanReport(indexed=2, skipped=0, dropped=1)  # +the twin

@@ -52,12 +52,12 @@ def upgrade() -> None:
     op.create_index("ix_knowledge_chunk_doc_id", "knowledge_chunk", ["doc_id"])
     op.create_table(
         "knowledge_term",
-        sa.Column("term", sa.String(length=32), nullable=False),
         sa.Column("chunk_id", _ID, nullable=False),
+        sa.Column("term", sa.String(length=32), nullable=False),
         sa.Column("scope", sa.String(length=32), nullable=False),
         sa.ForeignKeyConstraint(["chunk_id"], ["knowledge_chunk.id"], ondelete="CASCADE",
                                 name=op.f("fk_knowledge_term_chunk_id_knowledge_chunk")),
-        sa.PrimaryKeyConstraint("term", "chunk_id", name=op.f("pk_knowledge_term")),
+        sa.PrimaryKeyConstraint("chunk_id", "term", name=op.f("pk_knowledge_term")),
     )
     op.create_index("ix_knowledge_term_term_scope", "knowledge_term", ["term", "scope"])
 
