@@ -12,6 +12,7 @@ from pallas.product.knowledge.console import KNOWLEDGE_PAGE, knowledge_routes
 from pallas.product.knowledge.indexing import FOLDER, FolderIndexer
 from pallas.product.knowledge.recall import KnowledgeRecall, KnowledgeSearchTool
 from pallas.product.knowledge.store import KnowledgeStore
+from pallas.product.knowledge.vectors import KnowledgeVectors
 from pallas.product.llm.tools.registry import FunctionPlugin
 from pallas.store.jobs import ClaimedJob
 
@@ -40,12 +41,14 @@ def install(plugs: Plugs) -> None:
     core = plugs.core
     store = KnowledgeStore(core.engine)
     scopes = Scopes(store)
+    vectors = KnowledgeVectors(core.engine, core.models, store)
     indexer = FolderIndexer(store, core.data_dir / FOLDER, core.clock)
 
     async def scan(_job: ClaimedJob | None = None) -> None:
         await indexer.scan()
         await store.warm()
         await scopes.refresh()
+        await vectors.fill()
 
     async def rescan() -> None:
         await core.jobs.enqueue(SCAN_KIND, {}, key=f"{SCAN_KIND}:now:{core.clock().isoformat()}")
@@ -63,8 +66,8 @@ def install(plugs: Plugs) -> None:
     plugs.add_context_source(KnowledgeRecall(store, scopes))
     plugs.add_api_routes(knowledge_routes(store, indexer.root, rescan))
     plugs.add_owner_page(KNOWLEDGE_PAGE)
-    plugs.add_tool_plugin(FunctionPlugin("knowledge", "知识库：主人放进来的文档",
-                                         common=(KnowledgeSearchTool(store, scopes),)))  # fmt: skip
+    tool = KnowledgeSearchTool(vectors.search, scopes)
+    plugs.add_tool_plugin(FunctionPlugin("knowledge", "知识库：主人放进来的文档", common=(tool,)))
 
 
 EXTENSION = Extension(

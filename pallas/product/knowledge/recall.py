@@ -9,7 +9,7 @@ quote. A chat reads every chat's documents and its own group's, never another gr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pallas.core.inbound import StreamKey, StreamKind
@@ -32,6 +32,7 @@ AUTO_COVERAGE = 0.5  # the share of the question's weight a passage must match t
 AUTO_TERMS = 2  # and at least this many of its terms: one shared word is not an answer
 AUTO_CHARS = 700  # the block's passages together: about 700 tokens of Chinese at most
 TOOL_PASSAGES = 5
+Search = Callable[[str, Sequence[str], int], Awaitable[list[Passage]]]
 HINTS = ("资料", "文档", "知识库", "说明书", "手册", "规定", "规则", "介绍", "怎么", "是什么")
 
 
@@ -92,8 +93,8 @@ class KnowledgeSearchTool(Tool):
         visibility=Visibility.DEFERRED,
     )  # fmt: skip
 
-    def __init__(self, store: KnowledgeStore, has_documents: Any) -> None:
-        self._store = store
+    def __init__(self, search: Search, has_documents: Any) -> None:
+        self._search = search  # keywords, merged with vectors when a model embeds
         self._has = has_documents
 
     def is_available_for(self, conversation: Conversation) -> bool:
@@ -103,8 +104,8 @@ class KnowledgeSearchTool(Tool):
         query = str(arguments.get("query") or "").strip()
         if not query:
             raise ToolError("要说找什么")
-        found = await self._store.search(query[:500], scopes_of(context.conversation.stream),
-                                         TOOL_PASSAGES)  # fmt: skip
+        found = await self._search(query[:500], scopes_of(context.conversation.stream),
+                                   TOOL_PASSAGES)  # fmt: skip
         if not found:
             return ToolOutput({"结果": [], "说明": "知识库里没找到"})
         return ToolOutput({"结果": [{"出处": f"{p.path} › {p.heading}".rstrip(" ›"),

@@ -21,7 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.core.terms import index_terms
 from pallas.product.knowledge.chunking import Chunk
-from pallas.product.knowledge.tables import KnowledgeChunk, KnowledgeDoc, KnowledgeTerm
+from pallas.product.knowledge.tables import (
+    KnowledgeChunk,
+    KnowledgeDoc,
+    KnowledgeTerm,
+    KnowledgeVector,
+)
 from pallas.store.database import Database
 
 MAX_QUERY_CHARS = 500  # a long paste is searched by its beginning
@@ -125,6 +130,19 @@ class KnowledgeStore:
         return [Passage(cid, *found[cid], score, min(1.0, score / total), matched)
                 for cid, score, matched in best if cid in found]  # fmt: skip
 
+    @property
+    def generation(self) -> int:
+        """Moves on with every change of the index (vectors' caches follow it)."""
+        return self._generation
+
+    async def passages(self, ids: Sequence[int]) -> dict[int, Passage]:
+        """These passages as found by something other than their terms (a vector)."""
+        if not ids:
+            return {}
+        async with self._engine.connect() as conn:
+            found = await _passages(conn, list(ids))
+        return {cid: Passage(cid, *found[cid], 0.0, 0.0, 0) for cid in ids if cid in found}
+
     async def warm(self) -> None:
         """Count the terms when the index changed since they were last counted: after a scan,
         off the reply path. A search between a change and this uses the last counts."""
@@ -194,6 +212,7 @@ async def _drop(conn: AsyncConnection, paths: Sequence[str]) -> None:
     docs = select(KnowledgeDoc.id).where(KnowledgeDoc.path.in_(paths))
     chunks = select(KnowledgeChunk.id).where(KnowledgeChunk.doc_id.in_(docs))
     await conn.execute(delete(KnowledgeTerm).where(KnowledgeTerm.chunk_id.in_(chunks)))
+    await conn.execute(delete(KnowledgeVector).where(KnowledgeVector.chunk_id.in_(chunks)))
     await conn.execute(delete(KnowledgeChunk).where(KnowledgeChunk.doc_id.in_(docs)))
     await conn.execute(delete(KnowledgeDoc).where(KnowledgeDoc.path.in_(paths)))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pallas.store.schema_base import Base, Id, UtcDateTime
@@ -52,3 +52,18 @@ class KnowledgeTerm(Base):
     )
     term: Mapped[str] = mapped_column(String(32), primary_key=True)
     scope: Mapped[str] = mapped_column(String(32))
+
+
+class KnowledgeVector(Base):
+    """A passage's vector of one embedding model, with its document's scope, so a search
+    reads only the chats' own (docs/knowledge.md, "Vectors")."""
+
+    __tablename__ = "knowledge_vector"
+    __table_args__ = (Index("ix_knowledge_vector_model_scope", "model", "scope"),)
+
+    chunk_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("knowledge_chunk.id", ondelete="CASCADE"), primary_key=True
+    )
+    model: Mapped[str] = mapped_column(String(128), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(32))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)  # little-endian float32s

@@ -60,9 +60,22 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("chunk_id", "term", name=op.f("pk_knowledge_term")),
     )
     op.create_index("ix_knowledge_term_term_scope", "knowledge_term", ["term", "scope"])
+    op.create_table(
+        "knowledge_vector",
+        sa.Column("chunk_id", _ID, nullable=False),
+        sa.Column("model", sa.String(length=128), nullable=False),
+        sa.Column("scope", sa.String(length=32), nullable=False),
+        sa.Column("vector", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(["chunk_id"], ["knowledge_chunk.id"], ondelete="CASCADE",
+                                name=op.f("fk_knowledge_vector_chunk_id_knowledge_chunk")),
+        sa.PrimaryKeyConstraint("chunk_id", "model", name=op.f("pk_knowledge_vector")),
+    )
+    op.create_index("ix_knowledge_vector_model_scope", "knowledge_vector", ["model", "scope"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_knowledge_vector_model_scope", table_name="knowledge_vector")
+    op.drop_table("knowledge_vector")
     op.drop_index("ix_knowledge_term_term_scope", table_name="knowledge_term")
     op.drop_table("knowledge_term")
     op.drop_index("ix_knowledge_chunk_doc_id", table_name="knowledge_chunk")
