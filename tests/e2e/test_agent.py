@@ -196,7 +196,10 @@ async def test_at_all_from_the_model_never_reaches_napcat(
     segments = call["params"]["message"]
     assert not [s for s in segments if s["type"] == "at"]  # no @ of anyone, least of all "all"
     assert napcat.sent_texts()[before] == "全体成员 今晚八点开会"
+    # This group's rewrite: another test's may be recorded after it.
     [rewritten] = timeline.query(
-        "SELECT reason FROM event WHERE kind = 'outgoing_rewritten' ORDER BY id DESC LIMIT 1"
+        "SELECT e.reason FROM event e JOIN stream s ON s.id = e.stream_id "
+        "WHERE e.kind = 'outgoing_rewritten' AND s.external_id = ? ORDER BY e.id DESC LIMIT 1",
+        str(group),
     )
     assert rewritten["reason"] == "at_all"

@@ -149,7 +149,9 @@ def entries(db: TimelineDb) -> list[dict[str, Any]]:
 
 
 def prompt(model: FakeModelServer) -> str:
-    return str(model.requests_for(MODEL)[-1].body["messages"][-1]["content"])
+    """The latest turn's prompt: an extraction run of an earlier chat may come after it."""
+    turns = [r for r in model.requests_for(MODEL) if in_turn(r.body)]
+    return str(turns[-1].body["messages"][-1]["content"])
 
 
 async def test_taught_recalled_kept_apart_corrected_and_forgotten(
