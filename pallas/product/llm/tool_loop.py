@@ -21,7 +21,7 @@ from jsonschema.exceptions import SchemaError
 from loguru import logger
 
 from pallas.product.llm.assembler.tools import CALL, Offer
-from pallas.product.llm.tools.base import ToolContext, ToolError, ToolTag
+from pallas.product.llm.tools.base import Tool, ToolContext, ToolError, ToolTag
 from pallas.product.llm.tools.book import Snapshot, ToolBook
 from pallas.product.llm.tools.registry import from_wire
 from pallas.store.audit import EventKind
@@ -142,6 +142,13 @@ async def _execute(
 ) -> ToolRun:
     tool = book.registry.get(name)
     assert tool is not None
+    return await run_tool(tool, args, context)
+
+
+async def run_tool(tool: Tool, args: dict[str, Any], context: ToolContext) -> ToolRun:
+    """One tool run within its timeout; a failure of any kind is a readable refusal, never an
+    exception (a turn's loop, and work off the turn such as a research task)."""
+    name = tool.spec.name
     try:
         async with asyncio.timeout(tool.spec.timeout_s):
             output = await tool.run(args, context)

@@ -28,7 +28,8 @@ from pallas.core.actions import Origin
 from pallas.core.inbound import Segment, SegmentKind, StreamKind
 from pallas.product.conversation.delivery.contract import OutgoingMessage, Sender
 from pallas.product.llm.assembler.prompt import tool_result
-from pallas.product.llm.tools.base import Conversation, Tool, ToolContext, ToolError, ToolSpec
+from pallas.product.llm.tool_loop import run_tool
+from pallas.product.llm.tools.base import Conversation, Tool, ToolContext, ToolSpec
 from pallas.product.llm.tools.registry import from_wire, to_wire
 from pallas.product.tasks.research_store import Research, ResearchStatus, ResearchStore
 from pallas.providers.budget import BudgetReachedError
@@ -176,18 +177,8 @@ class ResearchRunning:
             return {"失败": "没有这个工具，只能用提供的网页工具"}
         context = ToolContext(conversation, 0, 0, self.engine, self.clock(),
                               asker_user_ids=(research.user_id,))  # fmt: skip
-        try:
-            async with asyncio.timeout(tool.spec.timeout_s):
-                output = await tool.run(arguments if isinstance(arguments, dict) else {}, context)
-        except TimeoutError:
-            return {"失败": f"{tool.spec.name} 超时了"}
-        except ToolError as exc:
-            return {"失败": str(exc)[:200]}
-        except Exception as exc:  # a broken tool must not end the research
-            logger.opt(exception=exc).error("research {}: tool {} raised", research.id,
-                                            tool.spec.name)  # fmt: skip
-            return {"失败": f"{tool.spec.name} 出错了"}
-        return output.data
+        run = await run_tool(tool, arguments if isinstance(arguments, dict) else {}, context)
+        return run.data
 
     async def _still_wanted(self, research_id: int) -> bool:
         research = await self.store.get(research_id)
