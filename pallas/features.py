@@ -11,8 +11,9 @@ from pallas.product.mcp.feature import EXTENSION as MCP
 from pallas.product.media.feature import EXTENSION as MEDIA
 from pallas.product.memory.feature import EXTENSION as MEMORY
 from pallas.product.persona.feature import EXTENSION as PERSONA
+from pallas.product.slang.feature import EXTENSION as SLANG
 from pallas.product.summaries.feature import EXTENSION as SUMMARIES
 from pallas.product.tasks.feature import EXTENSION as TASKS
 
 BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC, TASKS, SUMMARIES, MCP,
-                     KNOWLEDGE)
+                     KNOWLEDGE, SLANG)

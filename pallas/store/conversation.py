@@ -6,7 +6,7 @@ depend on what arrived while the turn was being prepared.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -103,6 +103,18 @@ async def window_up_to(
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
     return [_line(row) for row in reversed(rows)]
+
+
+async def lines_by_ids(
+    engine: AsyncEngine, stream_id: int, ids: Sequence[int]
+) -> list[WindowLine]:
+    """The stream's messages with these ids (those still stored), oldest first."""
+    if not ids:
+        return []
+    query = _line_query().where(Message.stream_id == stream_id, Message.id.in_(list(ids)))
+    async with engine.connect() as conn:
+        rows = (await conn.execute(query.order_by(Message.id))).all()
+    return [_line(row) for row in rows]
 
 
 async def lines_since(

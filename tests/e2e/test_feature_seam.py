@@ -145,6 +145,7 @@ FEATURE_SECTIONS = {
     "persona": {"rage", "follow_up", "promises"},
     "classic": {"classic"},
     "summaries": {"summaries"},
+    "slang": {"slang"},
 }
 CORE_SECTIONS = {
     "gate", "agent", "delivery", "features", "notices", "character", "retention", "models",

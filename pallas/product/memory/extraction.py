@@ -2,7 +2,8 @@
 asks the model what (if anything) is worth keeping, and stores what passes the guard.
 
   turn ended -> job `memory.extract` (one per chat and 30 s slot, due a little later)
-  -> lines after the chat's cursor -> candidates (pure filter; none: no model call)
+  -> lines after the chat's cursor -> candidates (pure filter) and the features' briefs
+     (slang's terms); neither: no model call
   -> one model call offering `memory.remember` (calling nothing = remember nothing)
   -> each proposal: its source line, its author, whom it points at, the teaching guard
   -> accepted entries (a member's group entry only heard) and the moved cursor, one
@@ -25,7 +26,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.core.terms import index_terms, overlap
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
-from pallas.product.llm.tools.extraction_tools import ExtractionTool, take_calls, tool_named
+from pallas.product.llm.tools.extraction_tools import (
+    ExtractionBrief,
+    ExtractionTool,
+    gather_briefs,
+    take_calls,
+    tool_named,
+)
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.memory.candidates import pick_candidates
 from pallas.product.memory.config import MemoryConfig
@@ -143,15 +150,21 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         )
     candidates = pick_candidates(lines, cursor, config.extraction_candidates)
     now = deps.clock()
+    offered = deps.tools()
+    # Features read the new lines on every run (slang counts its terms) and may ask for the
+    # call themselves: they ride along with memory's, or have it made for them.
+    briefs = await gather_briefs(
+        offered, [line for line in lines if line.message_id > cursor], stream_id, now
+    )
     model_type = extraction_model_type(deps.models)
-    if not candidates or model_type is None:
+    if not (candidates or briefs) or model_type is None:
         await deps.store.remember([], now, actor=f"job:{job.id}", cursor=(stream_id, newest))
         return
     known = await _known(deps.store, stream_id, candidates)
-    offered = deps.tools()
+    candidates = shown_lines(candidates, briefs)
     try:
         result = await deps.models.chat(
-            extraction_request(candidates, known, offered),
+            extraction_request(candidates, known, offered, briefs),
             tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
             model_type=model_type,
         )
@@ -233,10 +246,21 @@ def remember_tool() -> dict[str, Any]:
     }
 
 
+def shown_lines(
+    candidates: Sequence[WindowLine], briefs: Sequence[ExtractionBrief]
+) -> list[WindowLine]:
+    """Memory's candidates and the lines the features' briefs ask for, once each, in order."""
+    by_id = {line.message_id: line for line in candidates}
+    for brief in briefs:
+        by_id.update({line.message_id: line for line in brief.lines})
+    return [by_id[key] for key in sorted(by_id)]
+
+
 def extraction_request(
     lines: Sequence[WindowLine],
     known: Mapping[str, list[str]],
     extra: Sequence[ExtractionTool] = (),
+    briefs: Sequence[ExtractionBrief] = (),
 ) -> ChatRequest:
     shown = [
         {
@@ -247,7 +271,8 @@ def extraction_request(
         }
         for line in lines
     ]
-    payload = {"messages": shown, "already_known": known}
+    payload = {"messages": shown, "already_known": known,
+               **{brief.key: brief.data for brief in briefs}}  # fmt: skip
     system = "\n".join([SYSTEM_PROMPT, *(tool.instruction for tool in extra)])
     return ChatRequest(
         messages=[

@@ -81,6 +81,9 @@ class ContextBlock:
     priority: int = 0  # lower goes first when the budget is short
     # What the source did, for the turn's trace (e.g. which recall mode ran); never shown.
     trace: Mapping[str, Any] = field(default_factory=dict)
+    # Only how things are said (the group's expression samples): shown to the call that
+    # writes the reply, never to a decision that may stay silent (prompt.py).
+    shapes_reply: bool = False
 
 
 class ContextSource(Protocol):

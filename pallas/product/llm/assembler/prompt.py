@@ -93,9 +93,12 @@ def render_decision(
     turn: PreparedTurn, protocol: Protocol, *, decision_only: bool = False
 ) -> list[Message]:
     """The first request of a turn: system, then one user message with the data and the ask."""
+    # Samples of how the group talks shape a reply: they go to a single call that must
+    # answer (no `silent` offered), never to a decision that may stay silent.
+    shaping = not decision_only and "silent" not in protocol.actions
     return [
         render_system(turn, protocol, decision_only=decision_only),
-        {"role": "user", "content": render_user(turn, _decision_ask(turn))},
+        {"role": "user", "content": render_user(turn, _decision_ask(turn), shaping=shaping)},
     ]
 
 
@@ -109,11 +112,13 @@ def render_reply_request(turn: PreparedTurn, draft: str, target: int | None) -> 
         f"{_quoted(draft)}\n现在直接写出要发出的话本身，每行一个气泡，不要加任何说明或格式。"
     )
     system = render_system(turn, None, decision_only=False)
-    return [system, {"role": "user", "content": render_user(turn, ask)}]
+    return [system, {"role": "user", "content": render_user(turn, ask, shaping=True)}]
 
 
-def render_user(turn: PreparedTurn, ask: str) -> str:
-    sections = [_blocks(turn.blocks), _scene(turn), _transcript(turn), ask]
+def render_user(turn: PreparedTurn, ask: str, *, shaping: bool = False) -> str:
+    """`shaping`: the call writes the reply's words, so blocks that only shape them come."""
+    blocks = [b for b in turn.blocks if shaping or not b.shapes_reply]
+    sections = [_blocks(blocks), _scene(turn), _transcript(turn), ask]
     return "\n\n".join(section for section in sections if section)
 
 

@@ -5,7 +5,9 @@ schema, never a call of its own. Each tool judges its own calls by deterministic
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,11 +18,27 @@ from pallas.providers.results import ToolCall
 from pallas.store.conversation import WindowLine
 
 
+@dataclass(frozen=True)
+class ExtractionBrief:
+    """What a feature's tool asks to be shown in a run's call: lines beside memory's
+    candidates (the model can only cite shown lines) and its own data, under `key` of the
+    payload. A brief makes the run call the model even when memory has nothing to ask."""
+
+    key: str
+    data: Any
+    lines: tuple[WindowLine, ...] = ()
+
+
 class ExtractionTool(Protocol):
     name: str  # dotted, as everywhere (the wire name replaces "." with "__")
     instruction: str  # one line for the extraction call's system prompt
 
     def spec(self) -> dict[str, Any]: ...
+
+    async def brief(
+        self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
+    ) -> ExtractionBrief | None:
+        """Read the run's new lines (before any model call); what to show, if anything."""
 
     async def take(
         self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime
@@ -30,6 +48,25 @@ class ExtractionTool(Protocol):
 
 def tool_named(tools: Sequence[ExtractionTool], name: str) -> ExtractionTool | None:
     return next((t for t in tools if name in (t.name, to_wire(t.name))), None)
+
+
+async def gather_briefs(
+    tools: Sequence[ExtractionTool],
+    new_lines: Sequence[WindowLine],
+    stream_id: int,
+    now: datetime,
+) -> list[ExtractionBrief]:
+    """Every tool's brief of this run; a tool that fails is logged and shows nothing."""
+    found = await asyncio.gather(
+        *(tool.brief(new_lines, stream_id, now) for tool in tools), return_exceptions=True
+    )
+    briefs = []
+    for tool, brief in zip(tools, found, strict=True):
+        if isinstance(brief, BaseException):
+            logger.opt(exception=brief).error("extraction tool {} failed to brief", tool.name)
+        elif brief is not None:
+            briefs.append(brief)
+    return briefs
 
 
 async def take_calls(

@@ -1,0 +1,178 @@
+"""Learning the group's terms in memory's after-turn extraction call (docs/slang.md).
+
+  every run: the new lines -> noticing (pure) -> sightings and samples stored
+  -> ripe terms (rules.py), at most `terms_per_run`, with the lines they were used in
+  -> shown in the call under `slang_candidates`; `slang.learn` offered beside
+     memory.remember (calling nothing = learning nothing; a run with ripe terms calls the
+     model even when memory has nothing to ask)
+  -> each call: the term used in the shown lines, not a name or a number, its meaning past
+     memory's guard -> kept with the lines it came from
+
+Everything here is chat text the model reads as data; no line becomes an instruction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from loguru import logger
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pallas.product.llm.tools.extraction_tools import ExtractionBrief
+from pallas.product.llm.tools.registry import to_wire
+from pallas.product.slang.config import SlangConfig, SlangSwitches
+from pallas.product.slang.noticing import Line, answered_in, notice, quoted_ids, samples_in
+from pallas.product.slang.reference import is_ordinary, ordinary_words, simplified
+from pallas.product.slang.rules import (
+    Ripeness,
+    TermState,
+    confidence,
+    is_ripe,
+    meaning_refusal,
+    term_refusal,
+)
+from pallas.product.slang.store import SlangStore, Term
+from pallas.product.teaching.guard import find_vulgar, normalise
+from pallas.providers.results import ToolCall
+from pallas.store.conversation import WindowLine, lines_by_ids
+
+LEARN = "slang.learn"
+BRIEF_KEY = "slang_candidates"
+EXAMPLES_PER_TERM = 4
+
+
+def state_of(term: Term) -> TermState:
+    return TermState(term.meaning, term.source, term.lines, term.members, term.offers,
+                     term.offered_lines, term.learned_at, term.learned_lines)  # fmt: skip
+
+
+def reading(lines: Sequence[WindowLine], *, as_said: bool = False) -> list[Line]:
+    """The members' lines as noticing reads them (simplified; `as_said`: as written, for
+    samples), quotes as our ids."""
+    ours = {line.platform_message_id: line.message_id for line in lines}
+    return [
+        Line(line.message_id, line.user_id, line.text if as_said else simplified(line.text),
+             ours.get(line.reply_to) if line.reply_to else None)
+        for line in lines
+        if not (line.from_bot or line.suppressed or line.recalled or line.is_poke)
+    ]
+
+
+class SlangLearnTool:
+    name = LEARN
+    instruction = (
+        "- slang.learn：slang_candidates 里是这个群反复在说的词和用到它的消息编号。"
+        "能从这些消息看出它在这个群里指什么（外号、梗、缩写）时，每个词调用一次，"
+        "meaning 写成不超过 30 字的解释，比如“群主家的猫”；看不出来、只是普通说法、"
+        "或者是骂人的话，就不要调用。"
+    )
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        store: SlangStore,
+        config: SlangConfig,
+        switches: Callable[[str], Awaitable[SlangSwitches]],
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._config = config
+        self._switches = switches
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": to_wire(LEARN),
+                "description": "记下这个群里一个词的意思（只学 slang_candidates 里的词）。",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "term": {"type": "string", "description": "词本身"},
+                        "meaning": {"type": "string", "description": "在这个群里指什么"},
+                        "examples": {
+                            "type": "array",
+                            "items": {"type": "integer"},
+                            "description": "看出意思的消息编号",
+                        },
+                    },
+                    "required": ["term", "meaning"],
+                },
+            },
+        }
+
+    async def brief(
+        self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
+    ) -> ExtractionBrief | None:
+        switches = await self._switches(str(stream_id))
+        if not switches.learn and not switches.samples:
+            return None
+        if switches.samples:
+            await self._keep_samples(stream_id, reading(new_lines, as_said=True), now)
+        if not switches.learn:
+            return None
+        words = await asyncio.to_thread(ordinary_words)  # read once per process
+        names = {line.speaker for line in new_lines if line.speaker}
+        known = await self._store.known_terms(stream_id)
+        seen = notice(reading(new_lines), known, lambda term: is_ordinary(term, words), names)
+        await self._store.record(stream_id, seen, now)
+        return await self._offer(stream_id, new_lines, now)
+
+    async def _offer(
+        self, stream_id: int, new_lines: Sequence[WindowLine], now: datetime
+    ) -> ExtractionBrief | None:
+        policy = Ripeness(self._config.min_lines, self._config.min_members)
+        ripe = [t for t in await self._store.terms(stream_id) if is_ripe(state_of(t), now, policy)]
+        ripe.sort(key=lambda t: (-t.members, -t.lines, t.term))
+        ripe = ripe[: self._config.terms_per_run]
+        if not ripe:
+            return None
+        wanted = sorted({i for t in ripe for i in t.evidence[-EXAMPLES_PER_TERM:]})
+        have = {line.message_id: line for line in new_lines}
+        missing = [i for i in wanted if i not in have]
+        shown = [have[i] for i in wanted if i in have]
+        shown += await lines_by_ids(self._engine, stream_id, missing)
+        await self._store.mark_offered(stream_id, ripe)
+        data = [{"term": t.term, "用到它的消息": list(t.evidence[-EXAMPLES_PER_TERM:]),
+                 **({"以前学到的意思": t.meaning} if t.meaning else {})} for t in ripe]  # fmt: skip
+        logger.info("slang: chat {}: {} term(s) offered to learn", stream_id, len(ripe))
+        return ExtractionBrief(BRIEF_KEY, data, tuple(shown))
+
+    async def _keep_samples(self, stream_id: int, lines: Sequence[Line], now: datetime) -> None:
+        answered = answered_in(lines)
+        seen = []
+        for sample in samples_in(lines, answered):
+            if find_vulgar(normalise(sample.text)) is None:
+                cue = next((ln.text for ln in lines if ln.message_id == sample.answered_id), "")
+                seen.append((sample, cue))
+        await self._store.keep_samples(stream_id, seen, now)
+        await self._store.answered(stream_id, quoted_ids(lines))
+
+    async def take(
+        self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime
+    ) -> bool:
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        term = simplified(str(args.get("term") or "")).strip().lower()
+        meaning = str(args.get("meaning") or "").strip()
+        examples = {int(i) for i in args.get("examples") or () if isinstance(i, int)}
+        members = [ln for ln in lines if not ln.from_bot]
+        using = [ln for ln in members if term and term in simplified(ln.text).lower()]
+        cited = [ln for ln in using if ln.message_id in examples] or using
+        names = {ln.speaker for ln in lines if ln.speaker}
+        refusal = term_refusal(term, names, [simplified(ln.text) for ln in cited]) or (
+            meaning_refusal(term, meaning, now)
+        )
+        stored = None if refusal else await self._store.term(stream_id, term)
+        if stored is None and refusal is None:
+            refusal = "the term was never noticed in this chat"
+        if refusal is not None or stored is None:
+            logger.info("slang: {!r} = {!r} refused: {}", term[:32], meaning[:60], refusal)
+            return False
+        sure = confidence(stored.lines, stored.members)
+        kept = await self._store.learn(stream_id, term, meaning, [ln.message_id for ln in cited],
+                                       "extraction", sure, now)  # fmt: skip
+        logger.info("slang: chat {}: learned {!r} = {!r} ({})", stream_id, term, meaning, kept)
+        return kept

@@ -1,0 +1,313 @@
+"""The group's terms and expression samples in the store (docs/slang.md).
+
+A term's row is made when noticing first sees it used in two lines of one run; later runs add
+their lines and speakers. It is offered to the extraction call when ripe (rules.py), learned
+when the model's meaning passes the rules, corrected or deleted by an admin; a deleted term
+is never offered or shown again until an admin gives it a meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from pallas.product.slang.noticing import EVIDENCE_IDS, SampleSeen, Sighting
+from pallas.product.slang.tables import ExpressionSample, SlangTerm
+from pallas.store.database import Database
+
+MAX_MEMBERS = 20
+MAX_CANDIDATES = 300  # unlearned terms kept per group; the least used go first
+MAX_SAMPLES = 60  # per group; the lightest and oldest go first
+LEARNED = "learned"
+ADMIN = "admin"
+DELETED = "deleted"
+
+
+@dataclass(frozen=True)
+class Term:
+    id: int
+    stream_id: int
+    term: str
+    meaning: str | None
+    source: str
+    lines: int
+    members: int
+    evidence: tuple[int, ...]
+    learned_from: tuple[int, ...]
+    learned_at: datetime | None
+    learned_lines: int
+    offers: int
+    offered_lines: int
+    first_seen: datetime
+    last_seen: datetime
+    last_used_at: datetime | None
+    taught_by: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: int
+    stream_id: int
+    message_id: int
+    text: str
+    cue: str
+    weight: float
+    kept_at: datetime
+
+
+def _term(row: object) -> Term:
+    r = row._mapping
+    return Term(r["id"], r["stream_id"], r["term"], r["meaning"], r["source"], r["lines"],
+                len(r["members"] or ()), tuple(r["evidence"] or ()),
+                tuple(r["learned_from"] or ()), r["learned_at"], r["learned_lines"],
+                r["offers"], r["offered_lines"], r["first_seen"], r["last_seen"],
+                r["last_used_at"], r["taught_by"], r["confidence"])  # fmt: skip
+
+
+class SlangStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._writes = Database.of(engine).writes()
+        # Learned meanings per group, read at every turn: kept until this process writes.
+        self._meanings: dict[int, dict[str, str]] = {}
+
+    # -- terms ------------------------------------------------------------------------------
+
+    async def terms(self, stream_id: int) -> list[Term]:
+        query = select(*SlangTerm.__table__.c).where(SlangTerm.stream_id == stream_id)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query.order_by(SlangTerm.term))).all()
+        return [_term(row) for row in rows]
+
+    async def term(self, stream_id: int, term: str) -> Term | None:
+        query = select(*SlangTerm.__table__.c).where(
+            SlangTerm.stream_id == stream_id, SlangTerm.term == term
+        )
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else _term(row)
+
+    async def known_terms(self, stream_id: int) -> list[str]:
+        async with self._engine.connect() as conn:
+            rows = await conn.execute(
+                select(SlangTerm.term).where(SlangTerm.stream_id == stream_id)
+            )
+        return [row[0] for row in rows]
+
+    async def record(self, stream_id: int, sightings: Sequence[Sighting], now: datetime) -> None:
+        """Add a run's sightings: new rows for new terms, lines and speakers for known ones."""
+        if not sightings:
+            return
+        table = SlangTerm.__table__
+        async with self._writes.begin() as conn:
+            found = await conn.execute(
+                select(table.c.term, table.c.members, table.c.evidence).where(
+                    table.c.stream_id == stream_id,
+                    table.c.term.in_([s.term for s in sightings]),
+                )
+            )
+            known = {row.term: (row.members, row.evidence) for row in found}
+            for seen in sightings:
+                if seen.term in known:
+                    members, evidence = known[seen.term]
+                    await conn.execute(
+                        update(table)
+                        .where(table.c.stream_id == stream_id, table.c.term == seen.term)
+                        .values(
+                            lines=table.c.lines + seen.lines,
+                            members=_merged(members, sorted(seen.user_ids), MAX_MEMBERS),
+                            evidence=[*evidence, *seen.message_ids][-EVIDENCE_IDS:],
+                            last_seen=now,
+                        )
+                    )
+                else:
+                    await conn.execute(insert(table).values(
+                        stream_id=stream_id, term=seen.term, meaning=None, source="",
+                        lines=seen.lines, members=sorted(seen.user_ids)[:MAX_MEMBERS],
+                        evidence=list(seen.message_ids), confidence=0.0, first_seen=now,
+                        last_seen=now, learned_at=None, learned_lines=0, learned_from=[],
+                        taught_by="", offers=0, offered_lines=0, last_used_at=None,
+                    ))  # fmt: skip
+            await _trim_candidates(conn, stream_id)
+
+    async def mark_offered(self, stream_id: int, terms: Iterable[Term]) -> None:
+        table = SlangTerm.__table__
+        async with self._writes.begin() as conn:
+            for term in terms:
+                await conn.execute(
+                    update(table)
+                    .where(table.c.id == term.id)
+                    .values(offers=table.c.offers + (term.meaning is None),
+                            offered_lines=term.lines)
+                )
+
+    async def learn(
+        self, stream_id: int, term: str, meaning: str, from_ids: Sequence[int], by: str,
+        confidence: float, now: datetime,
+    ) -> bool:  # fmt: skip
+        """The model's meaning; never over an admin's meaning or a deleted term."""
+        table = SlangTerm.__table__
+        async with self._writes.begin() as conn:
+            changed = await conn.execute(
+                update(table)
+                .where(table.c.stream_id == stream_id, table.c.term == term,
+                       table.c.source.in_(("", LEARNED)))
+                .values(meaning=meaning, source=LEARNED, learned_at=now,
+                        learned_lines=table.c.lines, learned_from=list(from_ids),
+                        taught_by=by, confidence=confidence)
+            )
+        self._meanings.pop(stream_id, None)
+        return bool(changed.rowcount)
+
+    async def set_meaning(
+        self, stream_id: int, term: str, meaning: str, by: str, now: datetime
+    ) -> None:
+        """An admin's meaning (a new term or a correction): kept over anything learned."""
+        table = SlangTerm.__table__
+        values = dict(meaning=meaning, source=ADMIN, learned_at=now, taught_by=by,
+                      confidence=1.0)  # fmt: skip
+        async with self._writes.begin() as conn:
+            changed = await conn.execute(
+                update(table)
+                .where(table.c.stream_id == stream_id, table.c.term == term)
+                .values(**values, learned_lines=table.c.lines)
+            )
+            if not changed.rowcount:
+                await conn.execute(insert(table).values(
+                    stream_id=stream_id, term=term, lines=0, members=[], evidence=[],
+                    first_seen=now, last_seen=now, learned_lines=0, learned_from=[],
+                    offers=0, offered_lines=0, last_used_at=None, **values,
+                ))  # fmt: skip
+        self._meanings.pop(stream_id, None)
+
+    async def delete(self, stream_id: int, term: str, by: str) -> bool:
+        """Forget a meaning for good: the term stays, marked, so it is not learned again."""
+        table = SlangTerm.__table__
+        async with self._writes.begin() as conn:
+            changed = await conn.execute(
+                update(table)
+                .where(table.c.stream_id == stream_id, table.c.term == term,
+                       table.c.source != DELETED)
+                .values(meaning=None, source=DELETED, taught_by=by)
+            )
+        self._meanings.pop(stream_id, None)
+        return bool(changed.rowcount)
+
+    async def meanings(self, stream_id: int) -> dict[str, str]:
+        """The group's terms with a meaning, learned or an admin's."""
+        cached = self._meanings.get(stream_id)
+        if cached is not None:
+            return cached
+        table = SlangTerm.__table__
+        query = select(table.c.term, table.c.meaning).where(
+            table.c.stream_id == stream_id, table.c.meaning.is_not(None),
+            table.c.source.in_((LEARNED, ADMIN)),
+        )  # fmt: skip
+        async with self._engine.connect() as conn:
+            found = {row.term: row.meaning for row in await conn.execute(query)}
+        self._meanings[stream_id] = found
+        return found
+
+    async def used(self, stream_id: int, terms: Iterable[str], now: datetime) -> None:
+        table = SlangTerm.__table__
+        async with self._writes.begin() as conn:
+            await conn.execute(
+                update(table)
+                .where(table.c.stream_id == stream_id, table.c.term.in_(list(terms)))
+                .values(last_used_at=now)
+            )
+
+    async def groups(self) -> list[tuple[int, int, int]]:
+        """(stream id, terms with a meaning, samples) of every group that has either."""
+        terms = select(SlangTerm.stream_id, func.count()).where(
+            SlangTerm.meaning.is_not(None)).group_by(SlangTerm.stream_id)  # fmt: skip
+        samples = select(ExpressionSample.stream_id, func.count()).group_by(
+            ExpressionSample.stream_id)  # fmt: skip
+        async with self._engine.connect() as conn:
+            meant = dict((await conn.execute(terms)).tuples().all())
+            kept = dict((await conn.execute(samples)).tuples().all())
+        return [(s, meant.get(s, 0), kept.get(s, 0)) for s in sorted({*meant, *kept})]
+
+    # -- samples ----------------------------------------------------------------------------
+
+    async def keep_samples(
+        self, stream_id: int, seen: Sequence[tuple[SampleSeen, str]], now: datetime
+    ) -> int:
+        """New samples (each with the text of the line it answered); how many were new."""
+        table = ExpressionSample.__table__
+        if not seen:
+            return 0
+        async with self._writes.begin() as conn:
+            have = set((await conn.execute(select(table.c.message_id).where(
+                table.c.stream_id == stream_id,
+                table.c.message_id.in_([s.message_id for s, _ in seen]),
+            ))).scalars())  # fmt: skip
+            new = [(s, cue) for s, cue in seen if s.message_id not in have]
+            for sample, cue in new:
+                await conn.execute(insert(table).values(
+                    stream_id=stream_id, message_id=sample.message_id, text=sample.text[:100],
+                    cue=cue[:100], weight=1.0, kept_at=now,
+                ))  # fmt: skip
+            await _trim_samples(conn, stream_id)
+        return len(new)
+
+    async def answered(self, stream_id: int, message_ids: Sequence[int]) -> None:
+        """Samples quoted by later lines landed well: they weigh more."""
+        if not message_ids:
+            return
+        table = ExpressionSample.__table__
+        async with self._writes.begin() as conn:
+            for message_id in message_ids:
+                await conn.execute(
+                    update(table)
+                    .where(table.c.stream_id == stream_id, table.c.message_id == message_id)
+                    .values(weight=table.c.weight + 1.0)
+                )
+
+    async def samples(self, stream_id: int, limit: int = MAX_SAMPLES) -> list[Sample]:
+        table = ExpressionSample.__table__
+        query = (select(*table.c).where(table.c.stream_id == stream_id)
+                 .order_by(table.c.weight.desc(), table.c.id.desc()).limit(limit))  # fmt: skip
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [Sample(r.id, r.stream_id, r.message_id, r.text, r.cue, r.weight, r.kept_at)
+                for r in rows]
+
+    async def drop_sample(self, sample_id: int) -> bool:
+        table = ExpressionSample.__table__
+        async with self._writes.begin() as conn:
+            gone = await conn.execute(delete(table).where(table.c.id == sample_id))
+        return bool(gone.rowcount)
+
+
+def _merged(old: Sequence[str] | None, new: Sequence[str], cap: int) -> list[str]:
+    return list(dict.fromkeys([*(old or ()), *new]))[:cap]
+
+
+async def _trim_candidates(conn: AsyncConnection, stream_id: int) -> None:
+    table = SlangTerm.__table__
+    unlearned = and_(table.c.stream_id == stream_id, table.c.source == "")
+    count = (await conn.execute(select(func.count()).where(unlearned))).scalar_one()
+    if count <= MAX_CANDIDATES:
+        return
+    order = (table.c.lines, table.c.last_seen)
+    losers = select(table.c.id).where(unlearned).order_by(*order).limit(count - MAX_CANDIDATES)
+    await conn.execute(delete(table).where(table.c.id.in_(losers)))
+
+
+async def _trim_samples(conn: AsyncConnection, stream_id: int) -> None:
+    table = ExpressionSample.__table__
+    mine = table.c.stream_id == stream_id
+    count = (await conn.execute(select(func.count()).where(mine))).scalar_one()
+    if count <= MAX_SAMPLES:
+        return
+    losers = (select(table.c.id).where(mine)
+              .order_by(table.c.weight, table.c.id).limit(count - MAX_SAMPLES))  # fmt: skip
+    await conn.execute(delete(table).where(table.c.id.in_(losers)))
+
+
