@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pallas.product.llm.tools.extraction_tools import ExtractionBrief
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.slang.config import SlangConfig, SlangSwitches
-from pallas.product.slang.noticing import Line, answered_in, notice, quoted_ids, samples_in
+from pallas.product.slang.noticing import Line, answered_in, notice, samples_in
 from pallas.product.slang.reference import is_ordinary, ordinary_words, simplified
 from pallas.product.slang.rules import (
     Ripeness,
@@ -55,7 +55,7 @@ def reading(lines: Sequence[WindowLine], *, as_said: bool = False) -> list[Line]
     ours = {line.platform_message_id: line.message_id for line in lines}
     return [
         Line(line.message_id, line.user_id, line.text if as_said else simplified(line.text),
-             ours.get(line.reply_to) if line.reply_to else None)
+             ours.get(line.reply_to, 0) if line.reply_to else None)
         for line in lines
         if not (line.from_bot or line.suppressed or line.recalled or line.is_poke)
     ]
@@ -112,6 +112,8 @@ class SlangLearnTool:
             return None
         if switches.samples:
             await self._keep_samples(stream_id, reading(new_lines, as_said=True), now)
+            quoted = [ln.reply_to for ln in new_lines if ln.reply_to and not ln.from_bot]
+            await self._store.answered(stream_id, quoted)
         if not switches.learn:
             return None
         words = await asyncio.to_thread(ordinary_words)  # read once per process
@@ -149,7 +151,6 @@ class SlangLearnTool:
                 cue = next((ln.text for ln in lines if ln.message_id == sample.answered_id), "")
                 seen.append((sample, cue))
         await self._store.keep_samples(stream_id, seen, now)
-        await self._store.answered(stream_id, quoted_ids(lines))
 
     async def take(
         self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime

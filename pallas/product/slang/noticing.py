@@ -47,7 +47,7 @@ class Line:
     message_id: int
     user_id: str
     text: str
-    reply_to_id: int | None = None  # our id of the line it quotes, when known
+    reply_to_id: int | None = None  # our id of the line it quotes; 0: a line not shown
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,7 @@ def notice(
         and not term.isdigit()
         and _closed(count)
         and not is_ordinary(term)
+        and not any(k in term or term in k for k in known_terms)  # 嗯哼酱第 is 嗯哼酱 again
     }
     sightings += [_sighting(t, c) for t, c in fresh.items() if _longest(t, c, fresh)]
     sightings.sort(key=lambda s: (-len(s.user_ids), -s.lines, s.term))
@@ -207,8 +208,3 @@ def answered_in(lines: Sequence[Line]) -> Callable[[Line], Line | None]:
         return before.get(line.message_id)
 
     return answered
-
-
-def quoted_ids(lines: Sequence[Line]) -> list[int]:
-    """Our ids of the lines quoted by later ones: answers that were answered land well."""
-    return [line.reply_to_id for line in lines if line.reply_to_id is not None]

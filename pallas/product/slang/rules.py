@@ -116,7 +116,7 @@ def pick_samples(
     wanted = index_terms(said)
     scored = sorted(
         samples,
-        key=lambda s: (-(overlap(wanted, index_terms(s.cue)) * 4 + min(s.weight, 5)), s.id),
+        key=lambda s: (-(overlap(wanted, index_terms(s.cue)) * 10 + min(s.weight, 5) / 2), s.id),
     )
     picked: list[SampleChoice] = []
     for sample in scored:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from pallas.product.slang.noticing import EVIDENCE_IDS, SampleSeen, Sighting
 from pallas.product.slang.tables import ExpressionSample, SlangTerm
 from pallas.store.database import Database
+from pallas.store.models import Message
 
 MAX_MEMBERS = 20
 MAX_CANDIDATES = 300  # unlearned terms kept per group; the least used go first
@@ -142,7 +143,7 @@ class SlangStore:
                 await conn.execute(
                     update(table)
                     .where(table.c.id == term.id)
-                    .values(offers=table.c.offers + (term.meaning is None),
+                    .values(offers=table.c.offers + int(term.meaning is None),
                             offered_lines=term.lines)
                 )
 
@@ -256,13 +257,15 @@ class SlangStore:
             await _trim_samples(conn, stream_id)
         return len(new)
 
-    async def answered(self, stream_id: int, message_ids: Sequence[int]) -> None:
-        """Samples quoted by later lines landed well: they weigh more."""
-        if not message_ids:
+    async def answered(self, stream_id: int, quoted: Sequence[str]) -> None:
+        """Samples quoted by later lines (their platform ids) landed well: they weigh more."""
+        if not quoted:
             return
         table = ExpressionSample.__table__
+        lines = select(Message.id).where(Message.stream_id == stream_id,
+                                         Message.platform_message_id.in_(list(quoted)))  # fmt: skip
         async with self._writes.begin() as conn:
-            for message_id in message_ids:
+            for message_id in (await conn.execute(lines)).scalars().all():
                 await conn.execute(
                     update(table)
                     .where(table.c.stream_id == stream_id, table.c.message_id == message_id)
