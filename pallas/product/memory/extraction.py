@@ -31,6 +31,7 @@ from pallas.product.llm.tools.extraction_tools import (
     ExtractionTool,
     gather_briefs,
     take_calls,
+    tell_answered,
     tool_named,
 )
 from pallas.product.llm.tools.registry import to_wire
@@ -161,10 +162,10 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         await deps.store.remember([], now, actor=f"job:{job.id}", cursor=(stream_id, newest))
         return
     known = await _known(deps.store, stream_id, candidates)
-    candidates = shown_lines(candidates, briefs)
+    shown = shown_lines(candidates, [brief for _, brief in briefs])
     try:
         result = await deps.models.chat(
-            extraction_request(candidates, known, offered, briefs),
+            extraction_request(shown, known, offered, [brief for _, brief in briefs]),
             tag=CallTag(Purpose.EXTRACTION, stream_id=stream_id, stream_key=f"stream:{stream_id}"),
             model_type=model_type,
         )
@@ -172,8 +173,9 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
         # Not worth retrying before tomorrow; the cursor stays, a later run reads the lines.
         logger.info("memory: chat {}: no extraction, the day's budget is spent", stream_id)
         return
+    await tell_answered(briefs, stream_id)
     theirs = [c for c in result.tool_calls if tool_named(offered, c.name) is not None]
-    features = await take_calls(offered, theirs, candidates, stream_id, now)
+    features = await take_calls(offered, theirs, shown, stream_id, now)
     mine = [c for c in result.tool_calls if c not in theirs]
     proposals = parse_proposals(mine)
     accepted = await _judge(proposals, candidates, stream_id, job.id, deps, now)

@@ -12,7 +12,6 @@ from typing import Any
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.llm.tools.extraction_tools import ExtractionBrief
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.persona.notes import admit_extracted
 from pallas.product.persona.store import PersonaStore
@@ -53,11 +52,6 @@ class RelationNoteTool:
                 },
             },
         }
-
-    async def brief(
-        self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
-    ) -> ExtractionBrief | None:
-        return None  # it reads the lines memory shows
 
     async def take(
         self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime

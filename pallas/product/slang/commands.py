@@ -11,6 +11,7 @@ correct and delete meanings.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from pallas.core.clock import utc_now
@@ -57,13 +58,16 @@ def listing(terms: list[Term]) -> str:
     return "\n".join(lines)
 
 
+_EDIT = re.compile(r"[=＝：:]")
+
+
 def parse_edit(args: str) -> tuple[str, str] | None:
-    """`词=意思` (or `词：意思`) -> (term, meaning)."""
-    for mark in ("=", "＝", "：", ":"):
-        if mark in args:
-            term, meaning = args.split(mark, 1)
-            return simplified(term).strip().lower(), meaning.strip()
-    return None
+    """`词=意思` (or `词：意思`; the first mark splits) -> (term, meaning)."""
+    mark = _EDIT.search(args)
+    if mark is None:
+        return None
+    term, meaning = args[: mark.start()], args[mark.end() :]
+    return simplified(term[:64]).strip().lower(), meaning.strip()
 
 
 class SlangCommand:
@@ -96,7 +100,7 @@ class SlangCommand:
 
     async def _teach(self, stream_id: int, term: str, meaning: str, by: str,
                      now: datetime) -> str:  # fmt: skip
-        if not term or len(term) > MAX_TERM_CHARS or term.isdigit():
+        if not term or len(term) > MAX_TERM_CHARS or re.search(r"[0-9]{5,}", term):
             return f"词要 1 到 {MAX_TERM_CHARS} 个字，不能是号码。"
         refusal = meaning_refusal(term, meaning, now)
         if refusal is not None:

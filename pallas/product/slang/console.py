@@ -11,6 +11,7 @@ group answers; an owner adds, corrects and deletes meanings and removes samples.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
@@ -91,7 +92,7 @@ def slang_routes(
         await group(stream_id)
         term = simplified(edit.term).strip().lower()
         refusal = meaning_refusal(term, edit.meaning, clock())
-        if not term or term.isdigit() or refusal is not None:
+        if not term or re.search(r"[0-9]{5,}", term) or refusal is not None:
             raise HTTPException(400, "这个词或意思不能记：不能是号码，不能骂人或说别人的隐私")
         await store.set_meaning(stream_id, term, edit.meaning.strip(), "console", clock())
         logger.info("console: slang {!r} of chat {} set by the owner", term, stream_id)

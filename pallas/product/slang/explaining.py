@@ -10,6 +10,7 @@ system role.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -34,6 +35,8 @@ from pallas.product.slang.store import SlangStore
 from pallas.store.conversation import window_up_to
 
 MEANING_CHARS = 40  # one meaning as shown
+USED_EVERY = timedelta(hours=1)  # "last used" is written at most this often per term
+MARKS_KEPT = 10_000
 HINTS = ("什么意思", "啥意思", "是谁", "是啥", "指什么", "黑话", "梗", "外号")
 
 
@@ -46,6 +49,7 @@ class SlangMeanings:
         self._engine = engine
         self._store = store
         self._config = config
+        self._marked: dict[tuple[int, str], datetime] = {}  # when "last used" was written
 
     async def fetch(self, turn: Turn) -> ContextBlock | None:
         meanings = await self._store.meanings(turn.stream_id)
@@ -57,7 +61,7 @@ class SlangMeanings:
         used = terms_in([simplified(turn.text), *texts], meanings)[: self._config.terms_per_turn]
         if not used:
             return None
-        await self._store.used(turn.stream_id, used, utc_now())
+        await self._mark_used(turn.stream_id, used)
         rows = [f"{term}：{meanings[term][:MEANING_CHARS]}" for term in used]
         return ContextBlock(
             source=self.name,
@@ -66,6 +70,21 @@ class SlangMeanings:
             priority=2,
             trace={"terms": used},
         )
+
+
+    async def _mark_used(self, stream_id: int, terms: list[str]) -> None:
+        """The turn's terms as used today: a write at most hourly per term, not every turn."""
+        now = utc_now()
+        due = [t for t in terms if now - self._marked.get((stream_id, t), _NEVER) >= USED_EVERY]
+        if not due:
+            return
+        if len(self._marked) > MARKS_KEPT:
+            self._marked.clear()
+        self._marked.update({(stream_id, t): now for t in due})
+        await self._store.used(stream_id, due, now)
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
 
 
 class ExpressionSamples:

@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.core.inbound import StreamKind
 from pallas.product.llm.tools.extraction_tools import ExtractionBrief
 from pallas.product.llm.tools.registry import to_wire
 from pallas.product.slang.config import SlangConfig, SlangSwitches
-from pallas.product.slang.noticing import Line, answered_in, notice, samples_in
+from pallas.product.slang.noticing import Line, Sighting, answered_in, notice, samples_in
 from pallas.product.slang.reference import is_ordinary, ordinary_words, simplified
 from pallas.product.slang.rules import (
+    MAX_MEANING_CHARS,
+    MAX_TERM_CHARS,
     Ripeness,
     TermState,
     confidence,
@@ -35,9 +39,8 @@ from pallas.product.slang.rules import (
     term_refusal,
 )
 from pallas.product.slang.store import SlangStore, Term
-from pallas.product.teaching.guard import find_vulgar, normalise
 from pallas.providers.results import ToolCall
-from pallas.store.conversation import WindowLine, lines_by_ids
+from pallas.store.conversation import WindowLine, lines_by_ids, stream_info
 
 LEARN = "slang.learn"
 BRIEF_KEY = "slang_candidates"
@@ -81,6 +84,8 @@ class SlangLearnTool:
         self._store = store
         self._config = config
         self._switches = switches
+        # The terms offered in each chat's latest run, what `take` accepts and `answered` marks.
+        self._offered: dict[int, dict[str, Term]] = {}
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -107,21 +112,26 @@ class SlangLearnTool:
     async def brief(
         self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
     ) -> ExtractionBrief | None:
-        switches = await self._switches(str(stream_id))
-        if not switches.learn and not switches.samples:
-            return None
-        if switches.samples:
-            await self._keep_samples(stream_id, reading(new_lines, as_said=True), now)
-            quoted = [ln.reply_to for ln in new_lines if ln.reply_to and not ln.from_bot]
-            await self._store.answered(stream_id, quoted)
+        cursor = await self._store.cursor(stream_id)
+        fresh = [line for line in new_lines if line.message_id > cursor]
+        info = await stream_info(self._engine, stream_id)
+        group = info is not None and info.kind == StreamKind.GROUP.value
+        switches = await self._switches(str(stream_id)) if group else SlangSwitches(
+            learn=False, samples=self._config.private_samples)  # fmt: skip
+        if fresh and switches.samples:
+            await self._keep_samples(stream_id, fresh, now)
+        if fresh:  # counted once: a run that fails before its call does not count again
+            seen = await self._notice(stream_id, fresh) if switches.learn else []
+            await self._store.record(stream_id, seen, fresh[-1].message_id, now)
         if not switches.learn:
             return None
-        words = await asyncio.to_thread(ordinary_words)  # read once per process
-        names = {line.speaker for line in new_lines if line.speaker}
-        known = await self._store.known_terms(stream_id)
-        seen = notice(reading(new_lines), known, lambda term: is_ordinary(term, words), names)
-        await self._store.record(stream_id, seen, now)
         return await self._offer(stream_id, new_lines, now)
+
+    async def _notice(self, stream_id: int, lines: Sequence[WindowLine]) -> list[Sighting]:
+        reference = await asyncio.to_thread(ordinary_words)  # read once per process
+        names = {simplified(line.speaker).lower() for line in lines if line.speaker}
+        known = await self._store.known_terms(stream_id)
+        return notice(reading(lines), known, lambda term: is_ordinary(term, reference), names)
 
     async def _offer(
         self, stream_id: int, new_lines: Sequence[WindowLine], now: datetime
@@ -131,49 +141,83 @@ class SlangLearnTool:
         ripe.sort(key=lambda t: (-t.members, -t.lines, t.term))
         ripe = ripe[: self._config.terms_per_run]
         if not ripe:
+            self._offered.pop(stream_id, None)
             return None
         wanted = sorted({i for t in ripe for i in t.evidence[-EXAMPLES_PER_TERM:]})
         have = {line.message_id: line for line in new_lines}
-        missing = [i for i in wanted if i not in have]
         shown = [have[i] for i in wanted if i in have]
-        shown += await lines_by_ids(self._engine, stream_id, missing)
-        await self._store.mark_offered(stream_id, ripe)
-        data = [{"term": t.term, "用到它的消息": list(t.evidence[-EXAMPLES_PER_TERM:]),
+        shown += await lines_by_ids(self._engine, stream_id, [i for i in wanted if i not in have])
+        shown = [ln for ln in shown if not (ln.from_bot or ln.recalled or ln.suppressed)]
+        standing = {ln.message_id for ln in shown}
+        self._offered[stream_id] = {t.term: t for t in ripe}
+        data = [{"term": t.term,
+                 "用到它的消息": [i for i in t.evidence[-EXAMPLES_PER_TERM:] if i in standing],
                  **({"以前学到的意思": t.meaning} if t.meaning else {})} for t in ripe]  # fmt: skip
         logger.info("slang: chat {}: {} term(s) offered to learn", stream_id, len(ripe))
-        return ExtractionBrief(BRIEF_KEY, data, tuple(shown))
+        return ExtractionBrief(BRIEF_KEY, data, tuple(sorted(shown, key=lambda ln: ln.message_id)))
 
-    async def _keep_samples(self, stream_id: int, lines: Sequence[Line], now: datetime) -> None:
-        answered = answered_in(lines)
+    async def answered(self, brief: ExtractionBrief, stream_id: int) -> None:
+        """The model saw the offered terms: an offer counts only now."""
+        offered = self._offered.get(stream_id, {})
+        await self._store.mark_offered(stream_id, list(offered.values()))
+
+    async def _keep_samples(
+        self, stream_id: int, lines: Sequence[WindowLine], now: datetime
+    ) -> None:
+        said = reading(lines, as_said=True)
         seen = []
-        for sample in samples_in(lines, answered):
-            if find_vulgar(normalise(sample.text)) is None:
-                cue = next((ln.text for ln in lines if ln.message_id == sample.answered_id), "")
+        for sample in samples_in(said, answered_in(said)):
+            if meaning_refusal("", sample.text, now) is None:  # memory's content rules
+                cue = next((ln.text for ln in said if ln.message_id == sample.answered_id), "")
                 seen.append((sample, cue))
         await self._store.keep_samples(stream_id, seen, now)
+        await self._store.answered(
+            stream_id, [ln.reply_to for ln in lines if ln.reply_to and not ln.from_bot]
+        )
 
     async def take(
         self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime
     ) -> bool:
         args = call.arguments if isinstance(call.arguments, dict) else {}
-        term = simplified(str(args.get("term") or "")).strip().lower()
-        meaning = str(args.get("meaning") or "").strip()
-        examples = {int(i) for i in args.get("examples") or () if isinstance(i, int)}
-        members = [ln for ln in lines if not ln.from_bot]
-        using = [ln for ln in members if term and term in simplified(ln.text).lower()]
-        cited = [ln for ln in using if ln.message_id in examples] or using
-        names = {ln.speaker for ln in lines if ln.speaker}
-        refusal = term_refusal(term, names, [simplified(ln.text) for ln in cited]) or (
-            meaning_refusal(term, meaning, now)
+        term = simplified(str(args.get("term") or "")[: MAX_TERM_CHARS + 1]).strip().lower()
+        meaning = str(args.get("meaning") or "")[: MAX_MEANING_CHARS + 1].strip()
+        offered = self._offered.get(stream_id, {}).get(term)
+        cited = citing(term, lines, message_ids(args.get("examples")))
+        names = {simplified(ln.speaker).lower() for ln in lines if ln.speaker}
+        refusal = (
+            ("the term was not offered in this run" if offered is None else None)
+            or term_refusal(term, names, [ln.text for ln in cited])
+            or meaning_refusal(term, meaning, now)
         )
-        stored = None if refusal else await self._store.term(stream_id, term)
-        if stored is None and refusal is None:
-            refusal = "the term was never noticed in this chat"
-        if refusal is not None or stored is None:
-            logger.info("slang: {!r} = {!r} refused: {}", term[:32], meaning[:60], refusal)
+        if refusal is not None or offered is None:
+            logger.info("slang: {!r} = {!r} refused: {}", term, meaning[:60], refusal)
             return False
-        sure = confidence(stored.lines, stored.members)
+        sure = confidence(offered.lines, offered.members)
         kept = await self._store.learn(stream_id, term, meaning, [ln.message_id for ln in cited],
                                        "extraction", sure, now)  # fmt: skip
         logger.info("slang: chat {}: learned {!r} = {!r} ({})", stream_id, term, meaning, kept)
         return kept
+
+
+def message_ids(value: object) -> set[int]:
+    """The `examples` a model gave: a list of ids (numbers or digit strings); else none."""
+    if not isinstance(value, list):
+        return set()
+    found = set()
+    for item in value[:20]:
+        if isinstance(item, int) and not isinstance(item, bool):
+            found.add(item)
+        elif isinstance(item, str) and item.strip().isdigit():
+            found.add(int(item.strip()[:18]))
+    return found
+
+
+def citing(term: str, lines: Sequence[WindowLine], examples: set[int]) -> list[WindowLine]:
+    """The shown members' lines (simplified) that use the term: the cited ones if any."""
+    using = [
+        replace(line, text=simplified(line.text).lower())
+        for line in lines
+        if term and not (line.from_bot or line.recalled)
+        and term in simplified(line.text).lower()
+    ]
+    return [ln for ln in using if ln.message_id in examples] or using

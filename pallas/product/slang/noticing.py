@@ -27,7 +27,9 @@ EVIDENCE_IDS = 6
 MIN_NEW_LINES = 2  # a new term must be said in this many lines of one run
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKENS = re.compile(rf"[{_CJK}]+|[a-z][a-z0-9]{{1,11}}")
+# Latin shorthand stands alone: a longer word ("internationalization") is not cut into terms.
+_TOKENS = re.compile(rf"[{_CJK}]+|(?<![a-z0-9])[a-z][a-z0-9]{{1,11}}(?![a-z0-9])")
+_NUMBER = re.compile(r"[0-9]{5,}")  # a QQ number, a phone number: never a term
 _IS_CJK = re.compile(rf"[{_CJK}]")
 _SKIPPED = re.compile(r"^\s*[/!！#]|https?://|\[[^\]]{1,8}\]")  # commands, links, shares
 LATIN_STOP = frozenset(
@@ -90,12 +92,13 @@ def notice(
         for term, count in counts.items()
         if len(count.ids) >= MIN_NEW_LINES
         and term not in unwanted
-        and not term.isdigit()
+        and not _NUMBER.search(term)
         and _closed(count)
         and not is_ordinary(term)
         and not any(k in term or term in k for k in known_terms)  # 嗯哼酱第 is 嗯哼酱 again
     }
-    sightings += [_sighting(t, c) for t, c in fresh.items() if _longest(t, c, fresh)]
+    shorter = _one_shorter(fresh)
+    sightings += [_sighting(t, c) for t, c in fresh.items() if shorter.get(t) != c.ids]
     sightings.sort(key=lambda s: (-len(s.user_ids), -s.lines, s.term))
     return sightings[:MAX_SIGHTINGS]
 
@@ -113,8 +116,9 @@ def _known_counts(lines: Sequence[Line], known: set[str]) -> dict[str, _Count]:
 
 
 def _ngram_counts(lines: Sequence[Line]) -> dict[str, _Count]:
+    """Newest lines first, so a busy run's bound keeps what is said now."""
     counts: dict[str, _Count] = {}
-    for line in lines:
+    for line in reversed(lines):
         for token in _TOKENS.finditer(line.text.lower()):
             run = token.group()
             if len(run) > MAX_RUN_CHARS:
@@ -126,8 +130,8 @@ def _ngram_counts(lines: Sequence[Line]) -> dict[str, _Count]:
                     if len(counts) >= MAX_TYPES:
                         continue
                     count = counts[gram] = _Count()
-                if not count.ids or count.ids[-1] != line.message_id:
-                    count.ids.append(line.message_id)
+                if not count.ids or count.ids[0] != line.message_id:
+                    count.ids.insert(0, line.message_id)
                 count.users.add(line.user_id)
                 count.left.add(left)
                 count.right.add(right)
@@ -153,12 +157,17 @@ def _closed(count: _Count) -> bool:
     return all("" in side or len(side) > 1 for side in (count.left, count.right))
 
 
-def _longest(term: str, count: _Count, fresh: dict[str, _Count]) -> bool:
-    """Not part of a longer fresh term said in exactly the same lines."""
-    return not any(
-        len(other) > len(term) and term in other and fresh[other].ids == count.ids
-        for other in fresh
-    )
+def _one_shorter(fresh: dict[str, _Count]) -> dict[str, list[int]]:
+    """Each fresh term's pieces one character shorter, with the lines of the longer term:
+    a piece said in exactly those lines is only part of it (哼酱 of 嗯哼酱). Linear in the
+    number of terms; a chain of such pieces is found link by link."""
+    shorter: dict[str, list[int]] = {}
+    for term, count in fresh.items():
+        if len(term) > MIN_N:
+            for piece in (term[1:], term[:-1]):
+                if fresh.get(piece) is not None and fresh[piece].ids == count.ids:
+                    shorter[piece] = count.ids
+    return shorter
 
 
 def _sighting(term: str, count: _Count) -> Sighting:

@@ -9,6 +9,7 @@ term nobody in the shown lines used has no usage to learn from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -62,7 +63,7 @@ def term_refusal(term: str, names: Iterable[str], used_in: Sequence[str]) -> str
     """Why `term` (simplified, lower-cased) is no term of the group's, or None."""
     if not term or len(term) > MAX_TERM_CHARS:
         return "the term is empty or too long"
-    if term.replace(" ", "").isdigit():
+    if term.replace(" ", "").isdigit() or re.search(r"[0-9]{5,}", term):
         return "the term is a number"
     if term in {name.lower() for name in names if name}:
         return "the term is a member's name"

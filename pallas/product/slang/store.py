@@ -16,7 +16,7 @@ from sqlalchemy import and_, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.product.slang.noticing import EVIDENCE_IDS, SampleSeen, Sighting
-from pallas.product.slang.tables import ExpressionSample, SlangTerm
+from pallas.product.slang.tables import ExpressionSample, SlangCursor, SlangTerm
 from pallas.store.database import Database
 from pallas.store.models import Message
 
@@ -74,8 +74,24 @@ class SlangStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._writes = Database.of(engine).writes()
-        # Learned meanings per group, read at every turn: kept until this process writes.
+        # Per group, read at every turn: the learned meanings and the samples, kept until
+        # this process writes them (the only writer). A read that began before a write is not
+        # kept: the generation it started under has passed.
         self._meanings: dict[int, dict[str, str]] = {}
+        self._samples: dict[int, list[Sample]] = {}
+        self._generation = 0
+
+    def _changed(self, stream_id: int) -> None:
+        self._generation += 1
+        self._meanings.pop(stream_id, None)
+        self._samples.pop(stream_id, None)
+
+    async def cursor(self, stream_id: int) -> int:
+        async with self._engine.connect() as conn:
+            found = await conn.execute(
+                select(SlangCursor.last_message_id).where(SlangCursor.stream_id == stream_id)
+            )
+            return int(found.scalar() or 0)
 
     # -- terms ------------------------------------------------------------------------------
 
@@ -100,12 +116,16 @@ class SlangStore:
             )
         return [row[0] for row in rows]
 
-    async def record(self, stream_id: int, sightings: Sequence[Sighting], now: datetime) -> None:
-        """Add a run's sightings: new rows for new terms, lines and speakers for known ones."""
-        if not sightings:
-            return
+    async def record(
+        self, stream_id: int, sightings: Sequence[Sighting], up_to: int, now: datetime
+    ) -> None:
+        """Add a run's sightings (new rows for new terms, lines and speakers for known ones)
+        and move the chat's cursor to `up_to`, in one transaction."""
         table = SlangTerm.__table__
         async with self._writes.begin() as conn:
+            await _move_cursor(conn, stream_id, up_to)
+            if not sightings:
+                return
             found = await conn.execute(
                 select(table.c.term, table.c.members, table.c.evidence).where(
                     table.c.stream_id == stream_id,
@@ -159,10 +179,10 @@ class SlangStore:
                 .where(table.c.stream_id == stream_id, table.c.term == term,
                        table.c.source.in_(("", LEARNED)))
                 .values(meaning=meaning, source=LEARNED, learned_at=now,
-                        learned_lines=table.c.lines, learned_from=list(from_ids),
+                        learned_lines=table.c.lines, learned_from=list(from_ids)[:EVIDENCE_IDS],
                         taught_by=by, confidence=confidence)
             )
-        self._meanings.pop(stream_id, None)
+        self._changed(stream_id)
         return bool(changed.rowcount)
 
     async def set_meaning(
@@ -184,7 +204,7 @@ class SlangStore:
                     first_seen=now, last_seen=now, learned_lines=0, learned_from=[],
                     offers=0, offered_lines=0, last_used_at=None, **values,
                 ))  # fmt: skip
-        self._meanings.pop(stream_id, None)
+        self._changed(stream_id)
 
     async def delete(self, stream_id: int, term: str, by: str) -> bool:
         """Forget a meaning for good: the term stays, marked, so it is not learned again."""
@@ -196,7 +216,7 @@ class SlangStore:
                        table.c.source != DELETED)
                 .values(meaning=None, source=DELETED, taught_by=by)
             )
-        self._meanings.pop(stream_id, None)
+        self._changed(stream_id)
         return bool(changed.rowcount)
 
     async def meanings(self, stream_id: int) -> dict[str, str]:
@@ -204,6 +224,7 @@ class SlangStore:
         cached = self._meanings.get(stream_id)
         if cached is not None:
             return cached
+        generation = self._generation
         table = SlangTerm.__table__
         query = select(table.c.term, table.c.meaning).where(
             table.c.stream_id == stream_id, table.c.meaning.is_not(None),
@@ -211,7 +232,8 @@ class SlangStore:
         )  # fmt: skip
         async with self._engine.connect() as conn:
             found = {row.term: row.meaning for row in await conn.execute(query)}
-        self._meanings[stream_id] = found
+        if generation == self._generation:
+            self._meanings[stream_id] = found
         return found
 
     async def used(self, stream_id: int, terms: Iterable[str], now: datetime) -> None:
@@ -255,6 +277,8 @@ class SlangStore:
                     cue=cue[:100], weight=1.0, kept_at=now,
                 ))  # fmt: skip
             await _trim_samples(conn, stream_id)
+        if new:
+            self._changed(stream_id)
         return len(new)
 
     async def answered(self, stream_id: int, quoted: Sequence[str]) -> None:
@@ -271,20 +295,37 @@ class SlangStore:
                     .where(table.c.stream_id == stream_id, table.c.message_id == message_id)
                     .values(weight=table.c.weight + 1.0)
                 )
+        self._changed(stream_id)
 
     async def samples(self, stream_id: int, limit: int = MAX_SAMPLES) -> list[Sample]:
+        """The heaviest samples whose line still stands (not recalled, not silenced)."""
+        cached = self._samples.get(stream_id)
+        if cached is not None and limit == MAX_SAMPLES:
+            return cached
+        generation = self._generation
         table = ExpressionSample.__table__
-        query = (select(*table.c).where(table.c.stream_id == stream_id)
-                 .order_by(table.c.weight.desc(), table.c.id.desc()).limit(limit))  # fmt: skip
+        query = (
+            select(*table.c)
+            .join(Message, Message.id == table.c.message_id)
+            .where(table.c.stream_id == stream_id, Message.recalled.is_(False),
+                   Message.suppressed.is_(False))
+            .order_by(table.c.weight.desc(), table.c.id.desc())
+            .limit(limit)
+        )  # fmt: skip
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-        return [Sample(r.id, r.stream_id, r.message_id, r.text, r.cue, r.weight, r.kept_at)
-                for r in rows]
+        found = [Sample(r.id, r.stream_id, r.message_id, r.text, r.cue, r.weight, r.kept_at)
+                 for r in rows]  # fmt: skip
+        if limit == MAX_SAMPLES and generation == self._generation:
+            self._samples[stream_id] = found
+        return found
 
     async def drop_sample(self, sample_id: int) -> bool:
         table = ExpressionSample.__table__
         async with self._writes.begin() as conn:
             gone = await conn.execute(delete(table).where(table.c.id == sample_id))
+        self._generation += 1
+        self._samples.clear()
         return bool(gone.rowcount)
 
 
@@ -314,3 +355,12 @@ async def _trim_samples(conn: AsyncConnection, stream_id: int) -> None:
     await conn.execute(delete(table).where(table.c.id.in_(losers)))
 
 
+
+
+async def _move_cursor(conn: AsyncConnection, stream_id: int, up_to: int) -> None:
+    table = SlangCursor.__table__
+    moved = await conn.execute(
+        update(table).where(table.c.stream_id == stream_id).values(last_message_id=up_to)
+    )
+    if not moved.rowcount:
+        await conn.execute(insert(table).values(stream_id=stream_id, last_message_id=up_to))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pallas.store.schema_base import Base, Id, UtcDateTime
@@ -31,7 +31,7 @@ class SlangTerm(Base):
     learned_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     learned_lines: Mapped[int] = mapped_column(Integer)  # `lines` when it was learned
     learned_from: Mapped[list[int]] = mapped_column(JSON)  # the lines its meaning came from
-    taught_by: Mapped[str] = mapped_column(String(64))  # job:<id>, an admin's id, console
+    taught_by: Mapped[str] = mapped_column(String(64))  # extraction, qq:<admin>, console
     offers: Mapped[int] = mapped_column(Integer)  # times offered to the model unlearned
     offered_lines: Mapped[int] = mapped_column(Integer)  # `lines` when last offered
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime())  # shown in a turn
@@ -54,3 +54,15 @@ class ExpressionSample(Base):
     cue: Mapped[str] = mapped_column(String(100))  # the line it answered
     weight: Mapped[float] = mapped_column(Float)  # 1, and more each time it was answered
     kept_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class SlangCursor(Base):
+    """How far noticing has counted a chat's lines: a run that fails before its call is read
+    again by the next, and nothing is counted twice."""
+
+    __tablename__ = "slang_cursor"
+
+    stream_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("stream.id", ondelete="CASCADE"), primary_key=True
+    )
+    last_message_id: Mapped[int] = mapped_column(BigInteger)

@@ -23,8 +23,8 @@ from pallas.providers.catalog import ModelType
 from pallas.store.jobs import ClaimedJob
 from pallas.store.timeline import MessageWritten, TimelineWriter
 from tests.providers.support import catalog, harness, model
-from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
-from tests.support.inbound import group, message
+from tests.support.fake_llm import FakeModelServer, Reply, Status, ToolCallSpec
+from tests.support.inbound import group, message, private, recall
 
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 UPSTREAM = "up-chat"
@@ -157,3 +157,47 @@ async def test_samples_are_kept_weighed_and_switched_off_per_group(kit: Kit) -> 
     await kit.say("饱了", "3", "food", reply_to="f3")
     await kit.run(asked.stream_id)
     assert len(await kit.slang.samples(asked.stream_id)) == before
+
+
+async def test_a_failed_call_counts_nothing_twice_and_offers_again(kit: Kit) -> None:
+    said = [await kit.say(text, user, "retry") for user, text in CAT_LINES]
+    stream = said[0].stream_id
+    kit.server.script(UPSTREAM, Status(500), Status(500), Status(500), Status(500))
+    with pytest.raises(Exception):  # noqa: B017  the job fails; the worker retries it
+        await kit.run(stream)
+    kit.server.reset()  # the error answers the manager's own retries did not take
+    [term] = await kit.slang.terms(stream)
+    assert (term.lines, term.offers) == (4, 0)  # counted once, and never seen by a model
+    kit.script(("slang__learn", {"term": "嗯哼酱", "meaning": "群主家的猫", "examples": 5}))
+    await kit.run(stream)  # the retry reads the same lines
+    [term] = await kit.slang.terms(stream)
+    assert (term.lines, term.offers, term.meaning) == (4, 1, "群主家的猫")
+    assert term.learned_from == tuple(s.message_id for s in said)  # a bad `examples`: all
+
+
+async def test_only_an_offered_term_is_learned_from_standing_lines(kit: Kit) -> None:
+    said = [await kit.say(text, user, "strict", platform_message_id=f"s{n}")
+            for n, (user, text) in enumerate(CAT_LINES)]  # fmt: skip
+    stream = said[0].stream_id
+    await kit.writer.write(recall("s1", stream=group("strict")))
+    kit.script(
+        ("slang__learn", {"term": "嗯哼酱", "meaning": "猫", "examples": [True, "abc", {}]}),
+        ("slang__learn", {"term": "杯子", "meaning": "喝水用的"}),  # used, never offered
+    )
+    await kit.run(stream)
+    payload = kit.last_payload()
+    shown = [m["message_id"] for m in payload["messages"]]
+    assert said[1].message_id not in shown  # a recalled line is not shown
+    assert payload["slang_candidates"][0]["用到它的消息"] == shown
+    assert await kit.slang.meanings(stream) == {"嗯哼酱": "猫"}
+
+
+async def test_a_private_chat_notices_no_terms(kit: Kit) -> None:
+    stream = None
+    for user, text in CAT_LINES:
+        written = await kit.writer.write(message(text, stream=private("77"), user_id=user))
+        assert isinstance(written, MessageWritten)
+        stream = written.stream_id
+    assert stream is not None
+    await kit.run(stream)
+    assert await kit.slang.terms(stream) == [] and kit.calls() == 0

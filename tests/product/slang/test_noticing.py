@@ -52,19 +52,22 @@ def test_a_nickname_said_by_three_people_is_one_term_and_its_pieces_are_not() ->
 
 
 @pytest.mark.parametrize(
-    "word", ["我觉得", "的时候", "是不是", "哈哈哈", "嗯哼", "今天天气", "時候"]
-)
+    "word",
+    ["我觉得", "的时候", "是不是", "哈哈哈", "嗯哼", "今天天气", "時候", "吃了", "想吃",
+     "到家了", "明天见", "去吃", "的猫今天", "群主家的猫"],
+)  # fmt: skip
 def test_ordinary_words_and_phrases_of_them_are_not_terms(word: str) -> None:
     assert ordinary(simplified(word))
 
 
-@pytest.mark.parametrize("word", ["嗯哼酱", "yyds", "笑死", "绝绝子"])
+@pytest.mark.parametrize("word", ["嗯哼酱", "yyds", "笑死", "绝绝子", "阿珂珂"])
 def test_the_dictionary_does_not_know_slang(word: str) -> None:
     assert not ordinary(word)
 
 
-def test_latin_shorthand_is_noticed_and_stop_words_are_not() -> None:
-    said = lines(("1", "这也太yyds了 ok"), ("2", "yyds！ok"), ("3", "真的yyds ok"))
+def test_latin_shorthand_is_noticed_and_stop_words_and_long_words_are_not() -> None:
+    said = lines(("1", "这也太yyds了 ok internationalization"), ("2", "yyds！ok qq1234567"),
+                 ("3", "真的yyds ok internationalization qq1234567"))  # fmt: skip
     assert terms(notice(said, (), ordinary)) == ["yyds"]
 
 

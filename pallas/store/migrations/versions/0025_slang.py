@@ -67,9 +67,18 @@ def upgrade() -> None:
                             name=op.f("uq_expression_sample_stream_id_message_id")),
     )
     op.create_index("ix_expression_sample_message_id", "expression_sample", ["message_id"])
+    op.create_table(
+        "slang_cursor",
+        sa.Column("stream_id", _ID, nullable=False),
+        sa.Column("last_message_id", sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(["stream_id"], ["stream.id"], ondelete="CASCADE",
+                                name=op.f("fk_slang_cursor_stream_id_stream")),
+        sa.PrimaryKeyConstraint("stream_id", name=op.f("pk_slang_cursor")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("slang_cursor")
     op.drop_index("ix_expression_sample_message_id", table_name="expression_sample")
     op.drop_table("expression_sample")
     op.drop_table("slang_term")
