@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.support.bot_process import BotProcess
+from tests.support.console_api import put_settings
 from tests.support.fake_llm import FakeModelServer, Reply, ToolCallSpec
 from tests.support.fake_napcat import FakeNapCat, at, next_message_id, reply, text
 from tests.support.fixtures import ACCESS_TOKEN
@@ -27,9 +28,9 @@ from tests.support.timeline_db import TimelineDb, wait_for
 SELF_ID = 46_301
 MODEL = "e2e-slang"
 TOKEN = "slang-console-token"
-CAT_GROUP, TALK_GROUP, OTHER_GROUP = 7901, 7902, 7903
+CAT_GROUP, TALK_GROUP, NO_MEMORY_GROUP = 7901, 7902, 7903
 OWNER = 8900  # the cat's owner: the group's owner
-AGENT_FILE = "memory:\n  extraction_delay_s: 2\n"
+AGENT_FILE = "memory:\n  extraction_delay_s: 2\nslang:\n  learn_delay_s: 2\n"
 TEACHING = (
     (8901, "我家嗯哼酱今天又把杯子推下去了"),
     (8902, "哈哈哈嗯哼酱是不是又胖了"),
@@ -263,3 +264,28 @@ async def test_samples_reach_only_a_call_that_must_reply_within_a_typical_prompt
     [ambient] = [r.body for r in model.requests_for(MODEL) if turn_asking("那我先走了")(r.body)]
     assert "silent" in offered(ambient)
     assert "群友平时怎么接话" not in ambient["messages"][-1]["content"]
+
+
+async def test_a_group_without_memory_learns_in_a_call_of_its_own(
+    bot: BotProcess, napcat: NapCat, model: FakeModelServer
+) -> None:
+    db = TimelineDb(bot.db_path)
+    first = await say(napcat, db, NO_MEMORY_GROUP, 8921, "大家好")
+    stream = db.scalar("SELECT stream_id FROM message WHERE id = ?", our_id(db, first))
+    await put_settings(bot, TOKEN, "features", {"memory": False}, str(stream))
+    lines = [("8921", "阿珂珂又迟到了"), ("8922", "等阿珂珂来了再开"), ("8923", "阿珂珂说马上到")]
+    for user, words in lines:
+        await say(napcat, db, NO_MEMORY_GROUP, int(user), words)
+
+    def learning(body: dict[str, Any]) -> bool:
+        said = json.dumps(body, ensure_ascii=False)
+        return offered(body) == {"slang__learn"} and "阿珂珂" in said
+
+    model.script_when(MODEL, learning, call("slang__learn", term="阿珂珂", meaning="总迟到的队长"))
+    model.script_when(MODEL, turn_asking("人齐了吗"), call("reply", text="还差一个"))
+    await at_bot(napcat, db, NO_MEMORY_GROUP, 8922, "人齐了吗")
+    await wait_for(lambda: db.scalar("SELECT meaning FROM slang_term WHERE term = '阿珂珂'"),
+                   timeout=40, what="learned without memory")  # fmt: skip
+    asked = [r.body for r in model.requests_for(MODEL) if learning(r.body)]
+    assert len(asked) == 1 and "memory__remember" not in offered(asked[0])
+    assert not db.scalar("SELECT count(*) FROM memory_cursor WHERE stream_id = ?", stream)

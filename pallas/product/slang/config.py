@@ -21,6 +21,9 @@ class SlangConfig(BaseModel):
     terms_per_turn: int = Field(default=5, ge=1, le=20)  # meanings shown to one turn
     samples_per_reply: int = Field(default=3, ge=0, le=3)
     private_samples: bool = False  # samples in private chats too (a group's switch is below)
+    # Where memory's extraction does not run: the feature's own learning run comes this long
+    # after a turn (turns within the same minute share it).
+    learn_delay_s: int = Field(default=20, ge=0, le=600)
 
 
 class SlangKeys(BaseModel):

@@ -46,6 +46,10 @@ class Jobs:
         if timeout_s is not None:
             self._timeouts[kind] = timeout_s
 
+    def handles(self, kind: str) -> bool:
+        """Whether a handler runs jobs of `kind` (a feature asks what another plugged)."""
+        return kind in self._handlers
+
     def every(self, job: PeriodicJob) -> None:
         """Declare a periodic job (re-created at each start-up; never doubled)."""
         if job.name in self._periodic:
