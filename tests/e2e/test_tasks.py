@@ -25,10 +25,29 @@ MODEL = "tasks-chat"
 
 
 class NapCat(FakeNapCat):
-    def __init__(self, ws_url: str) -> None:
+    def __init__(
+        self, ws_url: str, history: list[dict[str, Any]] | None = None, shift_s: float = 0.0
+    ) -> None:
         super().__init__(ws_url, SELF_ID, ACCESS_TOKEN)
-        for action in ("send_group_msg", "send_private_msg"):
-            self.responders[action] = lambda _params: {"message_id": next_message_id()}
+        self.responders["send_group_msg"] = lambda _params: {"message_id": next_message_id()}
+        # What QQ keeps of the bot's private messages (shared by a reconnecting NapCat): a
+        # send whose receipt died with the bot is found there, not sent again. Its times are
+        # the bot's (moved) clock's, as QQ's and a real bot's agree.
+        self.history = history if history is not None else []
+        self.shift_s = shift_s
+        self.responders["send_private_msg"] = self._sent_privately
+        self.responders["get_friend_msg_history"] = lambda params: {"messages": [
+            m for m in self.history if str(m["target"]) == str(params["user_id"])]}  # fmt: skip
+
+    def _sent_privately(self, params: dict[str, Any]) -> dict[str, Any]:
+        message_id = next_message_id()
+        self.history.append({
+            "self_id": SELF_ID, "user_id": SELF_ID, "target": params["user_id"],
+            "time": int(time.time() + self.shift_s), "message_id": message_id,
+            "message_type": "private", "sender": {"user_id": SELF_ID, "nickname": "bot"},
+            "message": params["message"], "post_type": "message_sent",
+        })  # fmt: skip
+        return {"message_id": message_id}
 
     def said(self, action: str) -> list[list[dict[str, Any]]]:
         return [p["message"] for p in self.calls_to(action)]
@@ -157,18 +176,25 @@ async def test_a_daily_reminder_fires_once_a_day_over_a_moved_clock_across_kill_
     minute = (int(time.time()) // 60 + 2) * 60  # a whole minute ahead, as the bot will see it
     at = datetime.fromtimestamp(minute, UTC).astimezone(SHANGHAI)
 
+    shifts: list[float] = []
+    history: list[dict[str, Any]] = []
+
     def start(due: float, lead_s: float) -> BotProcess:
-        shift = due - lead_s - time.time()
-        bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env={"PALLAS_CLOCK_SHIFT_S": str(shift)})
+        shifts.append(due - lead_s - time.time())
+        env = {"PALLAS_CLOCK_SHIFT_S": str(shifts[-1])}
+        bot = BotProcess(tmp_path, token=ACCESS_TOKEN, env=env)
         bot.start()
         return bot
+
+    async def connect(bot: BotProcess) -> NapCat:
+        return await NapCat(bot.ws_url, history, shifts[-1]).connect()
 
     def reminded(napcat: NapCat) -> list[str]:
         return [t for t in napcat.texts("send_private_msg") if "提醒：吃药" in t]
 
     bot = start(minute, 25)
     await bot.wait_ready()
-    napcat = await NapCat(bot.ws_url).connect()
+    napcat = await connect(bot)
     answer = await command(napcat, f"/提醒 每天{at.hour}:{at.minute:02d} 吃药")
     assert "每天" in answer and "#1" in answer
     await wait_for(lambda: reminded(napcat), timeout=45, what="the first day's reminder")
@@ -177,7 +203,7 @@ async def test_a_daily_reminder_fires_once_a_day_over_a_moved_clock_across_kill_
 
     bot.start()  # the same moved clock: that day's reminder is not said again
     await bot.wait_ready()
-    napcat = await NapCat(bot.ws_url).connect()
+    napcat = await connect(bot)
     await asyncio.sleep(4)
     assert reminded(napcat) == []
     await napcat.close()
@@ -185,7 +211,7 @@ async def test_a_daily_reminder_fires_once_a_day_over_a_moved_clock_across_kill_
 
     bot = start(minute + 86400, 20)  # the next day, 20 s before its time
     await bot.wait_ready()
-    napcat = await NapCat(bot.ws_url).connect()
+    napcat = await connect(bot)
     assert reminded(napcat) == []
     await wait_for(lambda: reminded(napcat), timeout=45, what="the second day's reminder")
     await asyncio.sleep(2)
