@@ -1,5 +1,7 @@
 """`python -m pallas doctor`: check the set-up and say what to fix (docs/console.md).
-`python -m pallas replay`: a recorded window under current or proposed settings (docs/cost.md)."""
+`python -m pallas replay`: a recorded window under current or proposed settings (docs/cost.md).
+`python -m pallas export FILE` / `import FILE`: the whole store and data folder as one archive,
+and back into an empty store (docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -8,17 +10,20 @@ import asyncio
 import json
 import sys
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
 from pallas.config import ConfigError, load_settings
+from pallas.console.archive import archive_command
 from pallas.console.doctor import MODEL_TIMEOUT_S, as_json, examine, summary
 from pallas.console.replay import parse_changes, replay_group, window_of
 from pallas.features import BUILT_IN_FEATURES
 from pallas.product.replay.render import as_json as replay_json
 from pallas.product.replay.render import render
 from pallas.product.replay.run import ReplayError
+from pallas.store.archive import ArchiveError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,10 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument("--timeout", type=float, default=MODEL_TIMEOUT_S,
                         help="seconds each model's check may take")  # fmt: skip
     _replay_parser(commands)
+    _archive_parsers(commands)
     args = parser.parse_args(argv)
     logger.remove()  # the findings say what matters; the model layer's log lines are noise here
     if args.command == "replay":
         return _replay(args)
+    if args.command in ("export", "import"):
+        return _archive(args)
     if args.json:
         findings = asyncio.run(examine(args.env_file, BUILT_IN_FEATURES, timeout_s=args.timeout))
         print(json.dumps(as_json(findings), ensure_ascii=False, indent=1))
@@ -72,6 +80,36 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         print(render(report))
     return 0
+
+
+def _archive_parsers(commands: Any) -> None:
+    export = commands.add_parser("export", help="the whole store and data folder, one archive")
+    export.add_argument("file", help="the archive to write (e.g. pallas-2026-12-06.tar.gz)")
+    export.add_argument("--env-file", default=".env", help="the .env file to read")
+    restore = commands.add_parser("import", help="an archive into an empty store")
+    restore.add_argument("file", help="the archive to read")
+    restore.add_argument("--account", action="append", default=[], metavar="OLD=NEW",
+                         help="the bot's QQ number changed: store NEW where OLD was")  # fmt: skip
+    restore.add_argument("--env-file", default=".env", help="the .env file to read")
+
+
+def _archive(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.env_file)
+        mapping = dict(_account_pair(pair) for pair in getattr(args, "account", ()))
+        run = archive_command(settings, args.command, Path(args.file), mapping)
+        print(asyncio.run(run))
+    except (ArchiveError, ConfigError) as exc:
+        print(f"pallas {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _account_pair(pair: str) -> tuple[str, str]:
+    old, sep, new = pair.partition("=")
+    if not (sep and old.strip().isdigit() and new.strip().isdigit()):
+        raise ArchiveError(f"--account wants OLD=NEW (two QQ numbers), not {pair!r}")
+    return old.strip(), new.strip()
 
 
 if __name__ == "__main__":

@@ -79,7 +79,8 @@ def test_core_imports_nothing_of_ours_but_core() -> None:
 # actually needs migrating, so a bot whose store is current never carries it.
 # numpy, likewise, only once an embedding model is configured and answering; Pillow once a
 # picture is checked.
-LAZY_IMPORTS = {("migrate.py", "alembic"), ("vectors.py", "numpy"), ("media.py", "PIL")}
+LAZY_IMPORTS = {("migrate.py", "alembic"), ("restore.py", "alembic"), ("vectors.py", "numpy"),
+                ("media.py", "PIL")}
 
 
 def test_imports_are_at_module_level() -> None:

@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 class StoreFailure(StrEnum):
     CORRUPTED = "corrupted"
     LOCKED = "locked"
+    IN_USE = "in_use"  # another Pallas serves this SQLite file
     DISK_FULL = "disk_full"
     READ_ONLY = "read_only"  # permission denied, or a read-only disk
     IO_ERROR = "io_error"
@@ -146,6 +147,12 @@ def explain(failure: StoreFailure, url: str, detail: str = "") -> str:
             return (
                 f"{db} is locked by another process: stop the other Pallas (or the program "
                 "holding the file) and start again"
+            )
+        case StoreFailure.IN_USE:
+            return (
+                f"{db} is already used by another running Pallas, and one SQLite file serves "
+                "one process: stop that one, or move to PostgreSQL (PALLAS_DATABASE_URL) to "
+                "run several"
             )
         case StoreFailure.DISK_FULL:
             return (

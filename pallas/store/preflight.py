@@ -12,11 +12,18 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from sqlalchemy.engine import make_url
 
 from pallas.store.engine import create_engine
-from pallas.store.failures import StoreStartupError, classify, explain, short_detail
+from pallas.store.failures import (
+    StoreFailure,
+    StoreStartupError,
+    classify,
+    explain,
+    short_detail,
+)
 from pallas.store.migrate import Migrations, upgrade_to_head
 
 # How long the probe waits for another process's write lock (the bot's own busy timeout is
@@ -25,6 +32,12 @@ PROBE_BUSY_TIMEOUT_S = 2.0
 # The room a start needs next to the database: migrations, the WAL, the first messages.
 PROBE_FREE_BYTES = 1 << 20
 PROBE_FILE = ".pallas-space-probe"
+_HELD: list[BinaryIO] = []  # the lock files this process holds until it ends
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 
 def prepare_store(url: str, branches: Sequence[Migrations] = ()) -> None:
@@ -36,6 +49,7 @@ def prepare_store(url: str, branches: Sequence[Migrations] = ()) -> None:
             probe_sqlite_file(Path(parsed.database).expanduser())
         except (OSError, sqlite3.Error) as exc:
             raise _startup_error(exc, url, migrating=False) from exc
+        hold_sqlite_file(Path(parsed.database).expanduser(), url)
     try:
         asyncio.run(_migrate(url, branches))
     except Exception as exc:
@@ -45,6 +59,22 @@ def prepare_store(url: str, branches: Sequence[Migrations] = ()) -> None:
 def _startup_error(exc: BaseException, url: str, *, migrating: bool) -> StoreStartupError:
     failure = classify(exc, migrating=migrating)
     return StoreStartupError(failure, explain(failure, url, short_detail(exc)))
+
+
+def hold_sqlite_file(path: Path, url: str) -> None:
+    """Take the file's process lock for the rest of this process's life (the kernel gives it
+    back when the process ends, even by kill -9), or refuse: a second Pallas on one SQLite
+    file would take the first one's turns, jobs and sends as its own."""
+    if fcntl is None:  # no flock (Windows): SQLite's own locking is all there is
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = (path.parent / f"{path.name}.lock").open("a+b")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.close()
+        raise StoreStartupError(StoreFailure.IN_USE, explain(StoreFailure.IN_USE, url)) from exc
+    _HELD.append(handle)
 
 
 def probe_sqlite_file(path: Path) -> None:
