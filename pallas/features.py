@@ -4,6 +4,7 @@ switches these off by name, PALLAS_FEATURE_MODULES adds others by module path.""
 
 from __future__ import annotations
 
+from pallas.product.backup.feature import EXTENSION as BACKUP
 from pallas.product.classic.feature import EXTENSION as CLASSIC
 from pallas.product.deterministic.extension import EXTENSION as RESPONDERS
 from pallas.product.knowledge.feature import EXTENSION as KNOWLEDGE
@@ -16,4 +17,4 @@ from pallas.product.summaries.feature import EXTENSION as SUMMARIES
 from pallas.product.tasks.feature import EXTENSION as TASKS
 
 BUILT_IN_FEATURES = (RESPONDERS, MEMORY, MEDIA, PERSONA, CLASSIC, TASKS, SUMMARIES, MCP,
-                     KNOWLEDGE, SLANG)
+                     KNOWLEDGE, SLANG, BACKUP)
