@@ -4,14 +4,16 @@ conversion, so 嗯哼醬 and 嗯哼酱 are one term and a traditional everyday w
 ordinary.
 
 Only the dictionary file is read: jieba's segmenter is never imported. The words are kept as
-one sorted string with an offset array (about 4 MB instead of the 40 MB a set of 349k
-strings takes) and looked up by bisection.
+their sorted hashes (about 3 MB; the process grows by about 14 MB in all, instead of the
+40 MB a set of 337k strings takes) and looked up by bisection in half a microsecond.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,39 +37,21 @@ EDGE_CHARS = FUNCTION_CHARS - frozenset(
 
 
 class Dictionary:
-    """A sorted word list, searched by bisection over one string."""
+    """A word list kept as the sorted hashes of its words (8 bytes a word; a chance of a
+    false "known" about one in 10^13 per lookup), searched by bisection."""
 
-    def __init__(self, words: list[str]) -> None:
-        words = sorted(set(words))
-        self._text = "\n".join(words)
-        self._starts = array("I")
-        position = 0
-        for word in words:
-            self._starts.append(position)
-            position += len(word) + 1
+    def __init__(self, words: Iterable[str]) -> None:
+        self._hashes = array("q", sorted({hash(word) for word in words}))
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self._hashes)
 
     def __contains__(self, word: object) -> bool:
         if not isinstance(word, str) or not word:
             return False
-        low, high = 0, len(self._starts)
-        while low < high:
-            middle = (low + high) // 2
-            found = self._word(middle)
-            if found == word:
-                return True
-            if found < word:
-                low = middle + 1
-            else:
-                high = middle
-        return False
-
-    def _word(self, index: int) -> str:
-        start = self._starts[index]
-        end = self._text.find("\n", start)
-        return self._text[start:] if end < 0 else self._text[start:end]
+        wanted = hash(word)
+        index = bisect_left(self._hashes, wanted)
+        return index < len(self._hashes) and self._hashes[index] == wanted
 
 
 def jieba_dictionary_path() -> Path:
@@ -87,16 +71,19 @@ class Reference:
 @cache
 def ordinary_words() -> Reference:
     """The reference, read on first use (about 0.4 s)."""
-    words: list[str] = []
     common: set[str] = set()
-    with jieba_dictionary_path().open(encoding="utf-8") as lines:
+
+    def words(lines: Iterable[str]) -> Iterator[str]:
         for line in lines:
             word, frequency = line.split(" ", 2)[:2]
             if 2 <= len(word) <= MAX_WORD_CHARS:
-                words.append(word.lower())
+                yield word.lower()
             elif len(word) == 1 and int(frequency) >= COMMON_CHAR_FREQUENCY:
                 common.add(word)
-    return Reference(Dictionary(words), frozenset(common))
+
+    with jieba_dictionary_path().open(encoding="utf-8") as lines:
+        dictionary = Dictionary(words(lines))
+    return Reference(dictionary, frozenset(common))
 
 
 @cache
