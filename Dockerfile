@@ -14,7 +14,8 @@ WORKDIR /app
 COPY pyproject.toml README.md bot.py ./
 COPY pallas ./pallas
 COPY packages ./packages
-COPY config ./config
+# Only the examples: the real config/ is mounted at run time (.dockerignore keeps keys out).
+COPY config/*.example.yml ./config/
 
 # The README's install command, with the PostgreSQL driver (a URL chooses the store).
 RUN python -m pip install -e ".[postgres]" \

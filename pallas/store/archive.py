@@ -83,15 +83,17 @@ def encode_row(columns: list[Column[Any]], row: Any) -> dict[str, Any]:
     return out
 
 
-def decode_row(columns: dict[str, Column[Any]], item: dict[str, Any]) -> dict[str, Any]:
-    """A JSON line back into values for an insert; a column the archive lacks is left to its
-    default, one the table lacks is an error."""
-    unknown = set(item) - set(columns)
-    if unknown:
-        raise ArchiveError(f"the archive has columns this version does not: {sorted(unknown)}")
+def decode_row(
+    columns: dict[str, Column[Any]], item: dict[str, Any], wanted: set[str]
+) -> dict[str, Any]:
+    """A JSON line back into values for an insert, for the columns the store has (`wanted`):
+    by the model's column type where it knows the column, as written where it does not. A
+    column the archive lacks is left to the store's default (or refused by the store)."""
     out: dict[str, Any] = {}
     for name, value in item.items():
-        kind = _kind(columns[name])
+        if name not in wanted:
+            continue  # a column dropped since the archive was written
+        kind = _kind(columns[name]) if name in columns else "plain"
         if value is None or kind in ("json", "plain"):
             out[name] = value
         elif kind == "time":

@@ -56,15 +56,19 @@ async def upgrade_to_head(engine: AsyncEngine, branches: Sequence[Migrations] = 
         await conn.run_sync(partial(_upgrade_in_one_transaction, branches=tuple(branches)))
 
 
-def _upgrade_in_one_transaction(connection: Connection, branches: Sequence[Migrations]) -> None:
-    """All pending migrations commit together or not at all. PostgreSQL's DDL is
-    transactional as it is; Python's sqlite3 opens no transaction before DDL, so on SQLite
-    the connection begins one itself (and is given back as it was)."""
+def _upgrade_in_one_transaction(
+    connection: Connection, branches: Sequence[Migrations], targets: Sequence[str] = ("heads",)
+) -> None:
+    """All pending migrations (up to `targets`) commit together or not at all. PostgreSQL's
+    DDL is transactional as it is; Python's sqlite3 opens no transaction before DDL, so on
+    SQLite the connection begins one itself (and is given back as it was)."""
     from alembic import command
 
+    config = alembic_config(connection, branches)
     if connection.dialect.name != "sqlite":
         with connection.begin():
-            command.upgrade(alembic_config(connection, branches), "heads")
+            for target in targets:
+                command.upgrade(config, target)
         return
     dbapi = connection.connection.dbapi_connection
     assert dbapi is not None
@@ -73,9 +77,17 @@ def _upgrade_in_one_transaction(connection: Connection, branches: Sequence[Migra
     try:
         with connection.begin():
             connection.exec_driver_sql("BEGIN IMMEDIATE")
-            command.upgrade(alembic_config(connection, branches), "heads")
+            for target in targets:
+                command.upgrade(config, target)
     finally:
         dbapi.isolation_level = level
+
+
+def upgrade_to(
+    connection: Connection, branches: Sequence[Migrations], targets: Sequence[str]
+) -> None:
+    """Bring the schema to exactly these revisions (an archive's), in one transaction."""
+    _upgrade_in_one_transaction(connection, branches, targets)
 
 
 def current_heads(connection: Connection) -> set[str]:

@@ -32,7 +32,7 @@ PROBE_BUSY_TIMEOUT_S = 2.0
 # The room a start needs next to the database: migrations, the WAL, the first messages.
 PROBE_FREE_BYTES = 1 << 20
 PROBE_FILE = ".pallas-space-probe"
-_HELD: list[BinaryIO] = []  # the lock files this process holds until it ends
+_HELD: dict[Path, BinaryIO] = {}  # the lock files this process holds until it ends
 
 try:
     import fcntl
@@ -45,11 +45,13 @@ def prepare_store(url: str, branches: Sequence[Migrations] = ()) -> None:
     raises StoreStartupError."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        path = Path(parsed.database).expanduser()
+        hold_sqlite_file(path, url)  # first: a second Pallas reads nothing of the first's file
         try:
-            probe_sqlite_file(Path(parsed.database).expanduser())
+            probe_sqlite_file(path)
         except (OSError, sqlite3.Error) as exc:
+            release_sqlite_file(path)  # nothing of this start is left behind
             raise _startup_error(exc, url, migrating=False) from exc
-        hold_sqlite_file(Path(parsed.database).expanduser(), url)
     try:
         asyncio.run(_migrate(url, branches))
     except Exception as exc:
@@ -68,13 +70,24 @@ def hold_sqlite_file(path: Path, url: str) -> None:
     if fcntl is None:  # no flock (Windows): SQLite's own locking is all there is
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = (path.parent / f"{path.name}.lock").open("a+b")
+    lock = (path.parent / f"{path.name}.lock").resolve()
+    if lock in _HELD:  # this process holds it already (an import, then a check)
+        return
+    handle = lock.open("a+b")
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         handle.close()
         raise StoreStartupError(StoreFailure.IN_USE, explain(StoreFailure.IN_USE, url)) from exc
-    _HELD.append(handle)
+    _HELD[lock] = handle
+
+
+def release_sqlite_file(path: Path) -> None:
+    lock = (path.parent / f"{path.name}.lock").resolve()
+    handle = _HELD.pop(lock, None)
+    if handle is not None:
+        lock.unlink(missing_ok=True)
+        handle.close()
 
 
 def probe_sqlite_file(path: Path) -> None:

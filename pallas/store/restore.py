@@ -19,13 +19,25 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tarfile
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, inspect, select, text
+from sqlalchemy import (
+    JSON,
+    Connection,
+    MetaData,
+    Table,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.store.archive import (
@@ -38,7 +50,10 @@ from pallas.store.archive import (
     decode_row,
     safe_member_path,
 )
-from pallas.store.migrate import Migrations, alembic_config, upgrade_to_head
+from pallas.store.export import sqlite_file
+from pallas.store.failures import StoreStartupError
+from pallas.store.migrate import Migrations, alembic_config, upgrade_to, upgrade_to_head
+from pallas.store.preflight import hold_sqlite_file
 from pallas.store.schema_base import Base
 
 ROWS_PER_INSERT = 1_000
@@ -75,39 +90,67 @@ async def import_store(
     account_map: Mapping[str, str] | None = None,
 ) -> Manifest:
     manifest = read_manifest(archive)
-    _check_complete(archive, manifest)  # a cut archive is refused before anything is written
+    _check_archive(archive, manifest)  # nothing is written for an archive that is not whole
+    url = engine.url.render_as_string(hide_password=False)
+    database = sqlite_file(url)
+    if database is not None:
+        try:  # a bot running on that file would write into the restore
+            hold_sqlite_file(database, url)
+        except StoreStartupError as exc:
+            raise ArchiveError(str(exc)) from exc
+    async with engine.connect() as conn:
+        await conn.run_sync(_must_be_empty)
     async with engine.connect() as conn:
         await conn.run_sync(_to_revisions, manifest.revisions, branches)
-        await conn.commit()
-        await conn.run_sync(_must_be_empty)
-    _restore_files(archive, manifest, data_dir)
-    async with engine.begin() as conn:
-        await conn.run_sync(_restore_rows, archive, manifest, dict(account_map or {}))
+    _restore_files(archive, data_dir, database)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(_restore_rows, archive, manifest, dict(account_map or {}))
+    except IntegrityError as exc:
+        raise ArchiveError(
+            "the rows do not fit together (with --account: the new number is already in the "
+            f"archive?): {str(exc.orig)[:200]}"
+        ) from exc
     await upgrade_to_head(engine, branches)
     return manifest
 
 
-def _check_complete(archive: Path, manifest: Manifest) -> None:
-    """Every table and file the manifest names is in the archive, whole."""
+def _check_archive(archive: Path, manifest: Manifest) -> None:
+    """Every table and file the manifest names is in the archive, whole, with its SHA-256;
+    no member is anything but a file or a folder, or names a place outside the data folder."""
     wanted = {f"{TABLES}{name}.jsonl" for name in manifest.tables}
     wanted |= {FILES + path for path in manifest.files}
     try:
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar:
+                _check_member(tar, member, manifest)
                 wanted.discard(member.name)
-                if member.isfile():
-                    source = tar.extractfile(member)
-                    while source is not None and source.read(1 << 20):
-                        pass  # read to the end: a cut stream fails here
     except _DAMAGED as exc:
         raise ArchiveError(f"the archive is damaged or cut short ({exc})") from exc
     if wanted:
         raise ArchiveError(f"the archive is incomplete: {len(wanted)} part(s) missing")
 
 
+def _check_member(tar: tarfile.TarFile, member: tarfile.TarInfo, manifest: Manifest) -> None:
+    if member.isdir():
+        return
+    if not member.isfile():
+        raise ArchiveError(f"the archive holds something that is not a file: {member.name!r}")
+    digest = hashlib.sha256()
+    source = tar.extractfile(member)
+    while source is not None and (block := source.read(1 << 20)):
+        digest.update(block)  # read to the end: a cut stream fails here
+    if member.name.startswith(FILES):
+        inside = safe_member_path(member.name[len(FILES) :]).as_posix()
+        expected = manifest.files.get(inside)
+        if expected is None:
+            raise ArchiveError(f"the archive holds a file its manifest does not: {inside}")
+        if digest.hexdigest() != expected.get("sha256"):
+            raise ArchiveError(f"the archive's copy of {inside} is damaged")
+
+
 def _to_revisions(conn: Connection, revisions: list[str], branches: Sequence[Migrations]) -> None:
-    """The empty store brought to the schema the archive was written at."""
-    from alembic import command
+    """The empty store brought to the schema the archive was written at, in one transaction."""
     from alembic.script import ScriptDirectory
     from alembic.util import CommandError
 
@@ -119,8 +162,7 @@ def _to_revisions(conn: Connection, revisions: list[str], branches: Sequence[Mig
             f"the archive's schema {unknown} is newer than this Pallas knows; update it first"
         )
     try:
-        for revision in revisions:
-            command.upgrade(config, revision)
+        upgrade_to(conn, branches, revisions)
     except CommandError as exc:
         raise ArchiveError(f"the store cannot take the archive's schema ({exc})") from exc
 
@@ -136,40 +178,50 @@ def _must_be_empty(conn: Connection) -> None:
             )
 
 
-def _restore_files(archive: Path, manifest: Manifest, data_dir: Path) -> None:
+def _restore_files(archive: Path, data_dir: Path, database: Path | None) -> None:
+    """The archive's files into the data folder (checked already); never over the store's
+    own SQLite file, its journals or its lock."""
+    own = set()
+    if database is not None:
+        base = database.resolve()
+        own = {base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", ".lock"))}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
             if not member.name.startswith(FILES) or not member.isfile():
                 continue
             inside = safe_member_path(member.name[len(FILES) :])
-            expected = manifest.files.get(inside.as_posix())
-            source = tar.extractfile(member)
-            if expected is None or source is None:
-                raise ArchiveError(f"the archive holds a file its manifest does not: {inside}")
-            data = source.read()
-            if hashlib.sha256(data).hexdigest() != expected.get("sha256"):
-                raise ArchiveError(f"the archive's copy of {inside} is damaged")
             target = data_dir.joinpath(*inside.parts)
+            source = tar.extractfile(member)
+            if source is None or target.resolve() in own:
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(target.name + ".part")
-            partial.write_bytes(data)
+            with partial.open("wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
             os.replace(partial, target)
 
 
 def _restore_rows(
     conn: Connection, archive: Path, manifest: Manifest, account_map: dict[str, str]
 ) -> None:
+    """Every table's rows, through the tables as the store has them at the archive's schema
+    (a later version's Python defaults and columns are not the archive's)."""
+    actual = MetaData()
+    actual.reflect(conn)
     with tarfile.open(archive, "r:gz") as tar:
-        for table in Base.metadata.sorted_tables:
-            if table.name not in manifest.tables:
+        for model in Base.metadata.sorted_tables:
+            table = actual.tables.get(model.name)
+            if model.name not in manifest.tables or table is None:
                 continue
-            source = tar.extractfile(f"{TABLES}{table.name}.jsonl")
+            _as_null(table)
+            source = tar.extractfile(f"{TABLES}{model.name}.jsonl")
             assert source is not None
-            columns = {c.name: c for c in table.columns}
+            types = {c.name: c for c in model.columns}
+            names = set(table.columns.keys())
             batch: list[dict[str, Any]] = []
             for line in source:
-                row = decode_row(columns, json.loads(line))
-                batch.append(_mapped(table.name, row, account_map))
+                row = decode_row(types, json.loads(line), names)
+                batch.append(_mapped(model.name, row, account_map))
                 if len(batch) == ROWS_PER_INSERT:
                     conn.execute(insert(table), batch)
                     batch = []
@@ -177,6 +229,13 @@ def _restore_rows(
                 conn.execute(insert(table), batch)
     if conn.dialect.name == "postgresql":
         _move_sequences(conn)
+
+
+def _as_null(table: Table) -> None:
+    """A JSON column's None is SQL NULL, as it was in the store, not the JSON `null`."""
+    for column in table.columns:
+        if isinstance(column.type, JSON):
+            column.type = JSON(none_as_null=True)
 
 
 def _mapped(table: str, row: dict[str, Any], account_map: dict[str, str]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import tarfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,10 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import pallas.features  # noqa: F401  the features' tables on the metadata
+import pallas.store.export as export_module
 from pallas.product.slang.store import SlangStore
 from pallas.store.archive import ArchiveError, encode_row
 from pallas.store.engine import create_engine
 from pallas.store.export import export_store
+from pallas.store.migrate import upgrade_to_head
 from pallas.store.restore import import_store, read_manifest
 from pallas.store.schema_base import Base
 from pallas.store.settings_table import SettingsTable
@@ -143,3 +147,55 @@ async def test_bad_archives_are_refused_before_anything_is_written(
         await import_store(target, tmp_path / "new", archive)  # the whole one still goes in
     finally:
         await target.dispose()
+
+
+async def test_an_export_while_the_bot_writes_is_one_moment_of_the_store(
+    engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await fill(engine, tmp_path / "data")
+    real, wrote = export_module._dump, []
+
+    async def dump_then_the_bot_writes(conn: Any, table: Any, scratch: Path) -> int:
+        rows = await real(conn, table, scratch)
+        if not wrote:  # after the first table: a new group, person and messages arrive
+            writer = TimelineWriter(engine)
+            writer.start()
+            try:
+                for n in range(5):
+                    wrote.append(await writer.write(message(f"新来的{n}", stream=group("901"),
+                                                            user_id="77")))  # fmt: skip
+            finally:
+                await writer.close()
+        return rows
+
+    monkeypatch.setattr(export_module, "_dump", dump_then_the_bot_writes)
+    archive = tmp_path / "live.tar.gz"
+    manifest = await export_store(engine, tmp_path / "data", archive)
+    assert len(wrote) == 5 and manifest.tables["message"] == 30  # none of the later rows
+    target = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'new.db'}")
+    try:
+        await import_store(target, tmp_path / "new", archive)  # every reference holds
+    finally:
+        await target.dispose()
+
+
+async def test_an_import_is_refused_while_a_bot_holds_the_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a+b'); "
+        "fcntl.flock(f.fileno(), fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"),
+        f"{path}.lock"], stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        target = create_engine(f"sqlite+aiosqlite:///{path}")
+        archive = tmp_path / "none.tar.gz"
+        source = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'src.db'}")
+        await upgrade_to_head(source)
+        await export_store(source, tmp_path / "nothing", archive)
+        await source.dispose()
+        with pytest.raises(ArchiveError, match="already used by another running Pallas"):
+            await import_store(target, tmp_path / "restored", archive)
+        await target.dispose()
+    finally:
+        holder.kill()
+        holder.wait()

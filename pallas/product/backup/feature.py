@@ -14,7 +14,7 @@ from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pallas.product.conversation.jobs.periodic import PeriodicJob
+from pallas.product.conversation.jobs.periodic import PeriodicJob, fire_of
 from pallas.product.extensions import Extension, Plugs
 from pallas.store.export import export_store
 from pallas.store.jobs import ClaimedJob
@@ -22,6 +22,8 @@ from pallas.store.jobs import ClaimedJob
 KIND = "backup.nightly"
 PREFIX = "pallas-backup-"
 SUFFIX = ".tar.gz"
+NIGHTLY = "nightly_backup"
+NIGHTLY_NAME_ONLY = PeriodicJob(NIGHTLY, KIND, cron="0 0 * * *")  # its key's shape, for fire_of
 TIMEOUT_S = 280.0  # within the jobs' five-minute lease (bench/README.md: a large store's time)
 
 
@@ -49,13 +51,20 @@ def stale(names: list[str], keep: int) -> list[str]:
     return ours[: max(0, len(ours) - keep)]
 
 
+def fire_time(job: ClaimedJob) -> datetime:
+    """The night this run is for: its key's fire time (a retry's `due_at` has moved on)."""
+    return fire_of(NIGHTLY_NAME_ONLY, job.key) or job.due_at
+
+
 async def run_backup(
     job: ClaimedJob, engine: AsyncEngine, data_dir: Path, folder: Path, keep: int
 ) -> None:
-    """One archive per fire time: a run again after a crash writes the same file again."""
-    target = folder / archive_name(job.due_at)
+    """One archive per night: a run again (a retry, a crash) writes the same file again."""
+    target = folder / archive_name(fire_time(job))
     made = await export_store(engine, data_dir, target)
-    for name in stale([p.name for p in folder.iterdir()], keep):
+    names = [p.name for p in folder.iterdir()]
+    for name in stale(names, keep) + [n for n in names if n.startswith(PREFIX)
+                                       and n.endswith(".part")]:  # fmt: skip
         (folder / name).unlink(missing_ok=True)
     logger.info("backup: {} ({} rows, {} files)", target, sum(made.tables.values()),
                 len(made.files))  # fmt: skip
@@ -72,7 +81,7 @@ def install(plugs: Plugs) -> None:
                       keep=config.keep)  # fmt: skip
     plugs.add_job(KIND, handler, timeout_s=TIMEOUT_S)
     utc_hour = (config.hour - 8) % 24
-    plugs.add_periodic_job(PeriodicJob("nightly_backup", KIND, cron=f"30 {utc_hour} * * *"))
+    plugs.add_periodic_job(PeriodicJob(NIGHTLY, KIND, cron=f"30 {utc_hour} * * *"))
     logger.info("backup: every night at {}:30 into {}, the newest {} kept", config.hour, folder,
                 config.keep)  # fmt: skip
 

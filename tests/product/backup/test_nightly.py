@@ -15,8 +15,9 @@ from pallas.store.restore import read_manifest
 FIRED = datetime(2026, 12, 6, 19, 30, tzinfo=UTC)
 
 
-def job(fired: datetime) -> ClaimedJob:
-    return ClaimedJob(1, "backup.nightly", {}, f"periodic:nightly_backup:{fired}", 1, 5, fired)
+def job(fired: datetime, retried_at: datetime | None = None) -> ClaimedJob:
+    key = f"periodic:nightly_backup:{fired.isoformat()}"
+    return ClaimedJob(1, "backup.nightly", {}, key, 1, 5, retried_at or fired)
 
 
 async def test_archives_are_made_per_night_and_only_the_newest_kept(
@@ -29,7 +30,9 @@ async def test_archives_are_made_per_night_and_only_the_newest_kept(
     for night in range(4):
         fired = FIRED + timedelta(days=night)
         await run_backup(job(fired), engine, data, folder, keep=2)
-    await run_backup(job(FIRED + timedelta(days=3)), engine, data, folder, keep=2)  # again
+    third = FIRED + timedelta(days=3)
+    (folder / (archive_name(third) + ".part")).write_bytes(b"half")  # a run killed half-way
+    await run_backup(job(third, third + timedelta(minutes=7)), engine, data, folder, keep=2)
     kept = sorted(p.name for p in folder.iterdir())
     assert kept == [archive_name(FIRED + timedelta(days=2)),
                     archive_name(FIRED + timedelta(days=3)), "unrelated.txt"]  # fmt: skip
