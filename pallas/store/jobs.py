@@ -324,6 +324,12 @@ class JobStore:
         """Push the lease of a job still held by `holder` to `now + lease` (a heartbeat)."""
         return await self._held(_EXTEND, job_id, holder, now, expires=now + lease)
 
+    @property
+    def alone(self) -> bool:
+        """Whether this process is the store's only one: SQLite, whose file lock refuses a
+        second (pallas/store/preflight.py). On PostgreSQL several may share the store."""
+        return self._engine.dialect.name == "sqlite"
+
     async def release_running(self, now: datetime) -> int:
         """End the leases of every running job: at start-up they belong to the previous run
         of the one bot process that uses this database, which is dead. The next claim takes

@@ -212,15 +212,18 @@ class OutboxStore:
         async with self._writes.begin() as conn:
             await conn.execute(statement)
 
-    async def mark_sending(self, item_ids: Sequence[int], now: datetime) -> None:
-        """Rows about to be handed to the platform together: one transaction for all."""
+    async def mark_sending(self, item_ids: Sequence[int], now: datetime) -> list[int]:
+        """Rows about to be handed to the platform together, taken from `pending` in one
+        transaction; the ids taken. A row no longer pending (another process sharing the
+        store took it first) is not taken, so no row is sent by two processes."""
         statement = (
             update(OutboxItem)
-            .where(OutboxItem.id.in_(item_ids))
+            .where(OutboxItem.id.in_(item_ids), OutboxItem.status == OutboxStatus.PENDING.value)
             .values(status=OutboxStatus.SENDING.value, updated_at=now)
+            .returning(OutboxItem.id)
         )
         async with self._writes.begin() as conn:
-            await conn.execute(statement)
+            return [int(i) for i in (await conn.execute(statement)).scalars()]
 
     async def mark_sent(self, receipts: Sequence[tuple[int, str]], now: datetime) -> None:
         """(row id, platform message id) of rows the platform confirmed: one transaction."""

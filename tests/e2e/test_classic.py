@@ -62,6 +62,8 @@ async def test_a_group_teaches_a_line_and_an_admin_bans_it_for_good(
         # Only well-established pairs, and no cool-down: what the test sees is the rule.
         knobs = {"chance_per_sighting": 0, "cooldown_s": 0}
         await put_settings(bot, TOKEN, "classic", knobs, scope=sid)
+        # Two "早" in a row would be the repeater's to echo: this test is about learned lines.
+        await put_settings(bot, TOKEN, "features", {"repeat": False}, scope=sid)
         for n in range(3):  # three different pairs of members
             await said(napcat, db, 8100 + n, "早")
             await said(napcat, db, 8200 + n, "早上好呀")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.inbound import Segment, SegmentKind, Sender, StreamKind
 from pallas.platform.onebot.send import own_message
+from pallas.store.engine import create_engine
 from pallas.store.models import Message, OutboxItem, Reply, Stream
 from pallas.store.outbox import (
     MAX_ERROR_CHARS,
@@ -527,3 +529,19 @@ async def test_a_claim_in_another_chat_does_not_hide_this_chats_echo(
     queued = await store.enqueue(1, sid, [_bubble("好的")], T0)
     await store.mark(queued.ids[0], OutboxStatus.SENT, SINCE, platform_message_id="shared-7")
     assert await store.unclaimed_echo(sid, "好的", SINCE) is None
+
+
+async def test_a_row_is_taken_for_sending_by_one_process_only(
+    engine: AsyncEngine, writer: TimelineWriter, migrated_url: str
+) -> None:
+    """Two processes sharing the store see the same pending row: one takes it."""
+    other_process = create_engine(migrated_url)
+    try:
+        mine, theirs = OutboxStore(engine), OutboxStore(other_process)
+        queued = await mine.enqueue(1, await _stream(writer, "two"), [_bubble("一")], T0)
+        taken = await asyncio.gather(mine.mark_sending(queued.ids, T0),
+                                     theirs.mark_sending(queued.ids, T0))  # fmt: skip
+        assert sorted(len(t) for t in taken) == [0, 1]
+        assert await mine.mark_sending(queued.ids, T0) == []  # sending already: not again
+    finally:
+        await other_process.dispose()

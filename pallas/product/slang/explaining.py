@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.core.clock import utc_now
@@ -81,7 +82,10 @@ class SlangMeanings:
         if len(self._marked) > MARKS_KEPT:
             self._marked.clear()
         self._marked.update({(stream_id, t): now for t in due})
-        await self._store.used(stream_id, due, now)
+        try:  # a bookkeeping write: never the turn's failure
+            await self._store.used(stream_id, due, now)
+        except Exception as exc:
+            logger.opt(exception=exc).warning("slang: 'last used' not written for {}", stream_id)
 
 
 _NEVER = datetime.min.replace(tzinfo=UTC)

@@ -84,8 +84,10 @@ class SlangLearnTool:
         self._store = store
         self._config = config
         self._switches = switches
-        # The terms offered in each chat's latest run, what `take` accepts and `answered` marks.
+        # The terms offered in each chat's runs (runs may overlap: a union), what `take`
+        # accepts; a chat's lines are read by one run at a time.
         self._offered: dict[int, dict[str, Term]] = {}
+        self._reading: dict[int, asyncio.Lock] = {}
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -112,6 +114,12 @@ class SlangLearnTool:
     async def brief(
         self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
     ) -> ExtractionBrief | None:
+        async with self._reading.setdefault(stream_id, asyncio.Lock()):
+            return await self._brief(new_lines, stream_id, now)
+
+    async def _brief(
+        self, new_lines: Sequence[WindowLine], stream_id: int, now: datetime
+    ) -> ExtractionBrief | None:
         cursor = await self._store.cursor(stream_id)
         fresh = [line for line in new_lines if line.message_id > cursor]
         info = await stream_info(self._engine, stream_id)
@@ -124,6 +132,7 @@ class SlangLearnTool:
             seen = await self._notice(stream_id, fresh) if switches.learn else []
             await self._store.record(stream_id, seen, fresh[-1].message_id, now)
         if not switches.learn:
+            self._offered.pop(stream_id, None)
             return None
         return await self._offer(stream_id, new_lines, now)
 
@@ -141,7 +150,6 @@ class SlangLearnTool:
         ripe.sort(key=lambda t: (-t.members, -t.lines, t.term))
         ripe = ripe[: self._config.terms_per_run]
         if not ripe:
-            self._offered.pop(stream_id, None)
             return None
         wanted = sorted({i for t in ripe for i in t.evidence[-EXAMPLES_PER_TERM:]})
         have = {line.message_id: line for line in new_lines}
@@ -149,7 +157,7 @@ class SlangLearnTool:
         shown += await lines_by_ids(self._engine, stream_id, [i for i in wanted if i not in have])
         shown = [ln for ln in shown if not (ln.from_bot or ln.recalled or ln.suppressed)]
         standing = {ln.message_id for ln in shown}
-        self._offered[stream_id] = {t.term: t for t in ripe}
+        self._offered.setdefault(stream_id, {}).update({t.term: t for t in ripe})
         data = [{"term": t.term,
                  "用到它的消息": [i for i in t.evidence[-EXAMPLES_PER_TERM:] if i in standing],
                  **({"以前学到的意思": t.meaning} if t.meaning else {})} for t in ripe]  # fmt: skip
@@ -157,9 +165,10 @@ class SlangLearnTool:
         return ExtractionBrief(BRIEF_KEY, data, tuple(sorted(shown, key=lambda ln: ln.message_id)))
 
     async def answered(self, brief: ExtractionBrief, stream_id: int) -> None:
-        """The model saw the offered terms: an offer counts only now."""
+        """The model saw this brief's terms: an offer counts only now."""
         offered = self._offered.get(stream_id, {})
-        await self._store.mark_offered(stream_id, list(offered.values()))
+        shown = [offered[item["term"]] for item in brief.data if item["term"] in offered]
+        await self._store.mark_offered(stream_id, shown)
 
     async def _keep_samples(
         self, stream_id: int, lines: Sequence[WindowLine], now: datetime
@@ -179,8 +188,15 @@ class SlangLearnTool:
         self, call: ToolCall, lines: Sequence[WindowLine], stream_id: int, now: datetime
     ) -> bool:
         args = call.arguments if isinstance(call.arguments, dict) else {}
-        term = simplified(str(args.get("term") or "")[: MAX_TERM_CHARS + 1]).strip().lower()
-        meaning = str(args.get("meaning") or "")[: MAX_MEANING_CHARS + 1].strip()
+        raw_term, meaning = args.get("term"), args.get("meaning")
+        if not isinstance(raw_term, str) or not isinstance(meaning, str):
+            logger.info("slang: a learn call without a text term and meaning, left out")
+            return False
+        try:
+            term = simplified(raw_term[: MAX_TERM_CHARS + 1]).strip().lower()
+        except UnicodeError:  # a lone surrogate from the model: no term
+            return False
+        meaning = meaning[: MAX_MEANING_CHARS + 1].strip()
         offered = self._offered.get(stream_id, {}).get(term)
         cited = citing(term, lines, message_ids(args.get("examples")))
         names = {simplified(ln.speaker).lower() for ln in lines if ln.speaker}
@@ -207,7 +223,7 @@ def message_ids(value: object) -> set[int]:
     for item in value[:20]:
         if isinstance(item, int) and not isinstance(item, bool):
             found.add(item)
-        elif isinstance(item, str) and item.strip().isdigit():
+        elif isinstance(item, str) and item.strip().isdecimal() and item.strip().isascii():
             found.add(int(item.strip()[:18]))
     return found
 

@@ -117,7 +117,11 @@ class OwnLearning:
         await tell_answered([(self._tool, brief)], stream_id)
         kept = 0
         for call in result.tool_calls:
-            if tool_named([self._tool], call.name) is not None:
+            if tool_named([self._tool], call.name) is None:
+                continue
+            try:  # one odd call costs a log line, not the run (and a paid retry)
                 kept += await self._tool.take(call, brief.lines, stream_id, self._clock())
+            except Exception as exc:
+                logger.opt(exception=exc).error("slang: a learn call failed: {}", call.name)
         logger.info("slang: chat {}: own learning run, {} of {} call(s) kept", stream_id, kept,
                     len(result.tool_calls))  # fmt: skip

@@ -8,14 +8,16 @@ is never offered or shown again until an admin gives it a meaning.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import and_, case, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.product.slang.noticing import EVIDENCE_IDS, SampleSeen, Sighting
+from pallas.product.slang.rules import MAX_OFFERS
 from pallas.product.slang.tables import ExpressionSample, SlangCursor, SlangTerm
 from pallas.store.database import Database
 from pallas.store.models import Message
@@ -78,7 +80,8 @@ class SlangStore:
         # this process writes them (the only writer). A read that began before a write is not
         # kept: the generation it started under has passed.
         self._meanings: dict[int, dict[str, str]] = {}
-        self._samples: dict[int, list[Sample]] = {}
+        # Samples kept a minute at most: a recall or the clean-up removes lines elsewhere.
+        self._samples: dict[int, tuple[float, list[Sample]]] = {}
         self._generation = 0
 
     def _changed(self, stream_id: int) -> None:
@@ -300,8 +303,8 @@ class SlangStore:
     async def samples(self, stream_id: int, limit: int = MAX_SAMPLES) -> list[Sample]:
         """The heaviest samples whose line still stands (not recalled, not silenced)."""
         cached = self._samples.get(stream_id)
-        if cached is not None and limit == MAX_SAMPLES:
-            return cached
+        if cached is not None and limit == MAX_SAMPLES and time.monotonic() - cached[0] < 60:
+            return cached[1]
         generation = self._generation
         table = ExpressionSample.__table__
         query = (
@@ -317,7 +320,7 @@ class SlangStore:
         found = [Sample(r.id, r.stream_id, r.message_id, r.text, r.cue, r.weight, r.kept_at)
                  for r in rows]  # fmt: skip
         if limit == MAX_SAMPLES and generation == self._generation:
-            self._samples[stream_id] = found
+            self._samples[stream_id] = (time.monotonic(), found)
         return found
 
     async def drop_sample(self, sample_id: int) -> bool:
@@ -339,7 +342,10 @@ async def _trim_candidates(conn: AsyncConnection, stream_id: int) -> None:
     count = (await conn.execute(select(func.count()).where(unlearned))).scalar_one()
     if count <= MAX_CANDIDATES:
         return
-    order = (table.c.lines, table.c.last_seen)
+    # Terms given up on (offered twice, never learned) go first, then the least used: new
+    # terms always find room.
+    given_up = case((table.c.offers >= MAX_OFFERS, 0), else_=1)
+    order = (given_up, table.c.lines, table.c.last_seen)
     losers = select(table.c.id).where(unlearned).order_by(*order).limit(count - MAX_CANDIDATES)
     await conn.execute(delete(table).where(table.c.id.in_(losers)))
 
@@ -359,8 +365,11 @@ async def _trim_samples(conn: AsyncConnection, stream_id: int) -> None:
 
 async def _move_cursor(conn: AsyncConnection, stream_id: int, up_to: int) -> None:
     table = SlangCursor.__table__
-    moved = await conn.execute(
-        update(table).where(table.c.stream_id == stream_id).values(last_message_id=up_to)
-    )
-    if not moved.rowcount:
+    query = select(table.c.last_message_id).where(table.c.stream_id == stream_id)
+    at = (await conn.execute(query)).scalar()
+    if at is None:
         await conn.execute(insert(table).values(stream_id=stream_id, last_message_id=up_to))
+    elif at < up_to:  # never back: an overlapping run that read less does not undo this one
+        await conn.execute(
+            update(table).where(table.c.stream_id == stream_id).values(last_message_id=up_to)
+        )

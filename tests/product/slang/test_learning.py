@@ -11,14 +11,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.memory.config import MemoryConfig
 from pallas.product.memory.extraction import ExtractionDeps, run_extraction
 from pallas.product.memory.store import MemoryStore
 from pallas.product.slang.config import SlangConfig, SlangSwitches
-from pallas.product.slang.learning import SlangLearnTool
-from pallas.product.slang.store import SlangStore
+from pallas.product.slang.learning import SlangLearnTool, message_ids
+from pallas.product.slang.noticing import Sighting
+from pallas.product.slang.store import MAX_CANDIDATES, SlangStore
+from pallas.product.slang.tables import SlangTerm
 from pallas.providers.catalog import ModelType
 from pallas.store.jobs import ClaimedJob
 from pallas.store.timeline import MessageWritten, TimelineWriter
@@ -201,3 +204,23 @@ async def test_a_private_chat_notices_no_terms(kit: Kit) -> None:
     assert stream is not None
     await kit.run(stream)
     assert await kit.slang.terms(stream) == [] and kit.calls() == 0
+
+
+async def test_terms_given_up_on_make_room_and_the_cursor_never_goes_back(kit: Kit) -> None:
+    said = await kit.say("开个头", "1", "full")
+    stream = said.stream_id
+    many = [Sighting(f"词{n:03d}", (said.message_id,), frozenset({"1", "2"}), 9)
+            for n in range(MAX_CANDIDATES)]  # fmt: skip
+    await kit.slang.record(stream, many, said.message_id, NOW)
+    async with kit.engine.begin() as conn:  # each offered twice and never learned
+        await conn.execute(update(SlangTerm).values(offers=2))
+    fresh = Sighting("嗯哼酱", (said.message_id,), frozenset({"3", "4"}), 2)
+    await kit.slang.record(stream, [fresh], said.message_id - 1, NOW)  # a run that read less
+    terms = {t.term for t in await kit.slang.terms(stream)}
+    assert "嗯哼酱" in terms and len(terms) == MAX_CANDIDATES
+    assert await kit.slang.cursor(stream) == said.message_id
+
+
+def test_examples_are_read_safely() -> None:
+    assert message_ids([1, "2", True, "²", "３", 3.0, None, {"a": 1}]) == {1, 2}
+    assert message_ids("1,2") == set() and message_ids(None) == set()

@@ -347,9 +347,10 @@ class OutboxDispatcher:
         """Hand rows of different conversations to the platform together; `sending` is
         committed for all of them before the first call."""
         began = self._clock()
+        taken = set(await self._store.mark_sending([row.id for row in rows], began))
+        rows = [row for row in rows if row.id in taken]  # the others: another process's now
         for row in rows:  # until settled: a late echo, or one before a retry, is still ours
             self.in_flight.hold(row.stream, row.origin)
-        await self._store.mark_sending([row.id for row in rows], began)
         outcomes = await asyncio.gather(*(self._attempt(row) for row in rows))
         now = self._clock()
         confirmed = [(row, pid) for row, pid in zip(rows, outcomes, strict=True) if pid is not None]

@@ -84,9 +84,13 @@ class Jobs:
             self._worker.wake()
 
     async def start(self) -> None:
-        released = await self.store.release_running(self._clock())
-        if released:
-            logger.warning("jobs: {} job(s) cut off by the last stop run again", released)
+        # Alone on the store, every running job is the previous run's: taken again at once.
+        # Sharing it (PostgreSQL), a running job may be another live process's: taken only
+        # once its lease has expired, like any claim.
+        if self.store.alone:
+            released = await self.store.release_running(self._clock())
+            if released:
+                logger.warning("jobs: {} job(s) cut off by the last stop run again", released)
         self._worker = JobWorker(
             self.store,
             self._handlers,

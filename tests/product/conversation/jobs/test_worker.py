@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.jobs.worker import JobHandler, JobWorker, default_holder
 from pallas.store.engine import create_engine
 from pallas.store.jobs import ClaimedJob, JobRow, JobStore
@@ -287,3 +288,26 @@ def test_invalid_settings_are_refused(
 def test_the_default_holder_is_unique_per_worker_and_fits_the_column() -> None:
     holders = {default_holder() for _ in range(20)}
     assert len(holders) == 20 and all(len(h) <= 64 for h in holders)
+
+
+async def test_at_start_up_a_running_job_is_released_only_where_the_bot_is_alone(
+    rig: Rig, engine: AsyncEngine
+) -> None:
+    """SQLite's file lock makes the bot the store's only process: the last run's jobs are
+    taken again at once. On PostgreSQL a running job may be another live process's: its lease
+    must expire first."""
+    entered: list[int] = []
+    first = await rig.worker({"long": hanging(entered)}, holder="other", timeout_s=1.0)
+    ref = await rig.store.enqueue("long", {}, T0)
+    await until(lambda: entered == [ref.id])
+    await first.stop()
+    jobs = Jobs(rig.store, lambda: rig.clock.now)
+    try:
+        await jobs.start()
+        await jobs.stop()
+    finally:
+        row = await rig.job(ref.id)
+    alone = engine.dialect.name == "sqlite"
+    assert rig.store.alone is alone
+    assert row.lease_expires_at is not None
+    assert (row.lease_expires_at < rig.clock.now) is alone  # released, or still the other's
