@@ -19,6 +19,7 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest revision in migrations/versions (a test holds it to Alembic's own head). A store
 # already there needs no Alembic at all, which keeps its ~10 MB of modules out of the process.
 HEAD_REVISION = "0025"
+MIGRATION_LOCK = 0x5041_4C4C_4153  # "PALLAS": PostgreSQL's advisory lock for migrating
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ def _upgrade_in_one_transaction(
     config = alembic_config(connection, branches)
     if connection.dialect.name != "sqlite":
         with connection.begin():
+            # Processes starting together on one server migrate one after another: the
+            # lock is held to the end of this transaction, and the next finds the work done.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
             for target in targets:
                 command.upgrade(config, target)
         return

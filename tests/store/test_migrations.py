@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -187,3 +188,20 @@ async def _old_store_rows(conn: AsyncConnection) -> None:
             "INSERT INTO member (stream_id, person_id, card, role, title, updated_at) "
             f"VALUES ({sid}, 1, 'c{sid}', 'member', '', {now})"
         ))  # fmt: skip
+
+
+async def test_processes_starting_together_migrate_one_after_another(store_url: str) -> None:
+    """On PostgreSQL several processes may start at once on a new store: an advisory lock
+    makes them migrate in turn, and the later ones find the schema there (SQLite's file lock
+    admits only one process, and the migration takes its write lock)."""
+    engines = [create_engine(store_url) for _ in range(3)]
+    try:
+        await asyncio.gather(*(upgrade_to_head(engine) for engine in engines))
+        async with engines[0].connect() as conn:
+            heads = await conn.run_sync(current_heads)
+            tables = await conn.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+    finally:
+        for engine in engines:
+            await engine.dispose()
+    assert heads == {HEAD_REVISION}
+    assert tables == set(Base.metadata.tables) | {"alembic_version"}
