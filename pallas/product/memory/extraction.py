@@ -29,6 +29,7 @@ from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
 from pallas.product.llm.tools.extraction_tools import (
     ExtractionBrief,
     ExtractionTool,
+    extraction_model_type,
     gather_briefs,
     take_calls,
     tell_answered,
@@ -44,7 +45,6 @@ from pallas.product.memory.teachers import TOLD, ChatPeople, RefusalNotices, cha
 from pallas.product.teaching.guard import Refusal, Teaching, judge_teaching, normalise
 from pallas.product.teaching.people import references, subject_of
 from pallas.providers.budget import BudgetReachedError
-from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.openai_wire import ChatRequest
 from pallas.providers.results import CallTag, Purpose, ToolCall
@@ -196,14 +196,6 @@ async def run_extraction(job: ClaimedJob, deps: ExtractionDeps) -> None:
     kept = [w.entry_id for w in written if not w.heard]  # a heard entry is found by nothing
     if deps.embedder is not None and kept:
         await deps.embedder.embed_entries(kept)
-
-
-def extraction_model_type(models: ModelManager) -> ModelType | None:
-    """A planner (`tool`) model when there is one, else the chat model; it must call tools."""
-    for model_type in (ModelType.TOOL, ModelType.CHAT):
-        if models.has(model_type) and models.supports_tools(model_type):
-            return model_type
-    return None
 
 
 async def _known(

@@ -20,10 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.product.conversation.jobs.registry import Jobs
 from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding
-from pallas.product.llm.tools.extraction_tools import tell_answered, tool_named
+from pallas.product.llm.tools.extraction_tools import (
+    extraction_model_type,
+    tell_answered,
+    tool_named,
+)
 from pallas.product.slang.learning import SlangLearnTool
 from pallas.providers.budget import BudgetReachedError
-from pallas.providers.catalog import ModelType
 from pallas.providers.manager import ModelManager
 from pallas.providers.openai_wire import ChatRequest
 from pallas.providers.results import CallTag, Purpose
@@ -62,14 +65,6 @@ class OwnLearningObserver:
         await self._jobs.enqueue(LEARN_KIND, {"stream_id": ended.stream_id}, key=key, due_at=due)
 
 
-def learning_model_type(models: ModelManager) -> ModelType | None:
-    """A planner (`tool`) model when there is one, else the chat model; it must call tools."""
-    for model_type in (ModelType.TOOL, ModelType.CHAT):
-        if models.has(model_type) and models.supports_tools(model_type):
-            return model_type
-    return None
-
-
 class OwnLearning:
     """The job: the tool's brief, and one call when it has ripe terms."""
 
@@ -87,7 +82,7 @@ class OwnLearning:
 
     async def __call__(self, job: ClaimedJob) -> None:
         stream_id = int(job.payload["stream_id"])
-        model_type = learning_model_type(self._models)
+        model_type = extraction_model_type(self._models)
         if model_type is None:
             return
         newest = await newest_message_id(self._engine, stream_id)

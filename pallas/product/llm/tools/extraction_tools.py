@@ -19,6 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 from loguru import logger
 
 from pallas.product.llm.tools.registry import to_wire
+from pallas.providers.catalog import ModelType
+from pallas.providers.manager import ModelManager
 from pallas.providers.results import ToolCall
 from pallas.store.conversation import WindowLine
 
@@ -58,6 +60,15 @@ class BriefingTool(ExtractionTool, Protocol):
 
     async def answered(self, brief: ExtractionBrief, stream_id: int) -> None:
         """The call that showed `brief` was answered (whatever the model chose)."""
+
+
+def extraction_model_type(models: ModelManager) -> ModelType | None:
+    """The model an extraction call uses: a planner (`tool`) model when there is one, else
+    the chat model; it must call tools."""
+    for model_type in (ModelType.TOOL, ModelType.CHAT):
+        if models.has(model_type) and models.supports_tools(model_type):
+            return model_type
+    return None
 
 
 def tool_named(tools: Sequence[ExtractionTool], name: str) -> ExtractionTool | None:
