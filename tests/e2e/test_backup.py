@@ -88,9 +88,7 @@ async def test_a_second_bot_on_one_sqlite_file_is_refused_in_one_sentence(
     assert last.stop() == 0
 
 
-async def test_export_wipe_import_into_sqlite_and_postgresql(
-    tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+async def test_export_wipe_import_into_sqlite(tmp_path: Path) -> None:
     bot = await a_bot_with_history(tmp_path)
     archive = tmp_path / "backup.tar.gz"
     exported = pallas(bot, "export", str(archive))  # while it runs: a consistent snapshot
@@ -114,9 +112,15 @@ async def test_export_wipe_import_into_sqlite_and_postgresql(
     await restarted.wait_ready()
     assert restarted.stop() == 0
 
-    if not postgres_configured():
-        pytest.skip("no PostgreSQL here: the move into it is tried where a server runs")
-    url = await _new_postgres_database(request)
+
+async def test_the_move_from_sqlite_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    """The documented move: export from SQLite, import into an empty PostgreSQL database;
+    exported again from there, the same rows."""
+    bot = await a_bot_with_history(tmp_path)
+    assert bot.stop() == 0
+    archive = tmp_path / "backup.tar.gz"
+    assert pallas(bot, "export", str(archive)).returncode == 0
+    before_files, url = folder(bot.data_dir), postgres_url
     moved = pallas(bot, "import", str(archive), env={"PALLAS_DATABASE_URL": url,
                                                       "PALLAS_DATA_DIR": str(tmp_path / "pg")})
     assert moved.returncode == 0, moved.stderr
@@ -167,7 +171,12 @@ def _rows_of(archive: Path) -> dict[str, int]:
         return dict(json.loads(member.read())["tables"])
 
 
-async def _new_postgres_database(request: pytest.FixtureRequest) -> str:
+@pytest.fixture
+async def postgres_url(request: pytest.FixtureRequest) -> str:
+    """An empty PostgreSQL database; like every PostgreSQL store test, a visible skip with
+    its reason where no server can run (CI installs one)."""
+    if not postgres_configured():
+        pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
     admin_url = request.getfixturevalue("postgres_admin_url")
     name = f"pallas_backup_{os.getpid()}_{int(time.time())}"
     conn = await _admin(admin_url)
