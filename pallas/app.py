@@ -11,12 +11,15 @@ turn runner -> agent (context, decision, delivery through the OneBot outlet)
 from __future__ import annotations
 
 import gc
+import os
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
+import nonebot
 from loguru import logger
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -46,13 +49,19 @@ from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.gate.trigger import LOTTERY_SEED
 from pallas.product.conversation.ingress import Ingress
 from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.processes.lease import NameInUse, ProcessLease, default_name
+from pallas.product.conversation.processes.takeover import SharedChats, Takeover
 from pallas.product.conversation.retention import RetentionHolders, RetentionPolicy
 from pallas.product.conversation.silence import BlockedUsers, SilenceStage
 from pallas.product.conversation.stages import StageList
 from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.proactive import ProactiveTurns
-from pallas.product.conversation.turns.recovery import RecoveryDeps, recover_kernel
-from pallas.product.conversation.turns.runner import RunnerDeps, TurnIds, run_turn
+from pallas.product.conversation.turns.recovery import (
+    RecoveryDeps,
+    RecoveryReport,
+    recover_kernel,
+)
+from pallas.product.conversation.turns.runner import BLOCK_SIZE, RunnerDeps, TurnIds, run_turn
 from pallas.product.conversation.turns.turn import NoTurnHandler, TurnHandler
 from pallas.product.conversation.why import WhyCommand
 from pallas.product.extensions import (
@@ -96,6 +105,7 @@ from pallas.store.llm_usage import LlmUsageWriter, spent_by_part, spent_since
 from pallas.store.members import temp_chat_group
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
+from pallas.store.processes import ChatTurns, IdBlocks, Owners, ProcessStore
 from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
 from pallas.store.timeline import TimelineWriter
@@ -188,6 +198,7 @@ class Runtime:
     extensions: Installed  # the features that run: what they plugged, tables, start/stop
     outlet: RoutedOutlet  # NapCat's chats and the console's sandbox
     lookups: PlatformLookups  # forward content and unknown members, off the ingress path
+    lease: ProcessLease  # this process's on the store it may share (docs/scaling.md)
     console_token: str = field(default="", repr=False)
 
     @classmethod
@@ -207,7 +218,9 @@ class Runtime:
         models = _model_manager(settings, recorders.usage, recorders.call_log, database.engine)
         conversation, silence = _conversation(settings, database.engine, recorders, kernel)
         outlet = _outlet(settings, database.engine, conversation.ingress)
-        delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel)
+        lease = _process_lease(settings, database.engine)
+        delivery = _delivery(settings, database.engine, outlet, recorders.ledger, kernel, lease)
+        _share(lease, database.engine, recorders, conversation)
         conversation.runner.queued_replies = delivery.outbox.waiting_messages
         conversation.ingress.plug_origins(delivery.dispatcher.in_flight.origin_of)
         conversation.ingress.plug_accounts(delivery.accounts)
@@ -234,7 +247,8 @@ class Runtime:
                                   registry.section("agent").current)  # fmt: skip
         conversation.runner.handler = agent
         return cls(settings, database, recorders, conversation, delivery, jobs, models, tools,
-                   registry, extensions, outlet, PlatformLookups(conversation.ingress))  # fmt: skip
+                   registry, extensions, outlet, PlatformLookups(conversation.ingress),
+                   lease)  # fmt: skip
 
     @property
     def engine(self) -> AsyncEngine:
@@ -256,10 +270,12 @@ class Runtime:
         await self.tools.book.purge_essential_switches(utc_now())
         await self.settings_registry.restore()  # the model choice, the reply limits
         await self.delivery.accounts.load()
+        await self._join()
         await self.delivery.dispatcher.recover()
         self.delivery.dispatcher.start()
         await self._recover_turns()
         self.conversation.turn_buffers.start()
+        await self._watch_processes()
         await self.jobs.start()
         await self.extensions.lifespans.start()
         # Everything loaded so far lives for the whole run: keep it out of the collector's
@@ -280,10 +296,21 @@ class Runtime:
             logger.critical(explain(classify(exc, migrating=True), url, short_detail(exc)))
             raise
 
+    async def _join(self) -> None:
+        """Take this process's name on the store (docs/scaling.md)."""
+        try:
+            await self.lease.join(connected_accounts)
+        except NameInUse as exc:
+            logger.critical(str(exc))
+            raise
+
     async def _recover_turns(self) -> None:
+        self.conversation.runner.turn_ids = await _turn_ids(self.engine, self.lease.alone)
+        await self._recover(self.lease.owners())
+
+    async def _recover(self, owners: Owners) -> RecoveryReport:
         conversation = self.conversation
-        conversation.runner.turn_ids = TurnIds(await kernel_state.max_turn_id(self.engine))
-        await recover_kernel(
+        return await recover_kernel(
             RecoveryDeps(
                 engine=self.engine,
                 ledger=self.recorders.ledger,
@@ -291,8 +318,20 @@ class Runtime:
                 gate=conversation.stages,
                 window=conversation.rebuffer_window,
                 clock=utc_now,
+                owners=owners,
             )
         )
+
+    async def _watch_processes(self) -> None:
+        """Sharing the store: renew the lease, take over dead processes' work."""
+        if self.lease.alone:
+            return
+        takeover = Takeover(self.lease, self._recover, utc_now)
+        await takeover.resume()
+        await takeover.after_renewal(self.lease.view)
+        self.lease.on_renewed.append(takeover.after_renewal)
+        self.lease.on_lost = _stop_this_process
+        self.lease.start()
 
     async def stop(self) -> None:
         await self.extensions.lifespans.stop()
@@ -302,6 +341,7 @@ class Runtime:
         await self.delivery.dispatcher.stop()
         await self.models.close()
         await self.recorders.close()
+        await self.lease.stop()
         await self.engine.dispose()
 
 
@@ -365,17 +405,62 @@ OUTGOING_WORDS_FILE = Path("config/outgoing_words.txt")  # docs/delivery.md, "Ou
 RAISED_SECTION = "budget_today"  # an owner's caps for one day (/预算), by the day's date
 
 
+def _process_lease(settings: Settings, engine: AsyncEngine) -> ProcessLease:
+    name = settings.pallas_process_name or default_name(settings.port)
+    lease = timedelta(seconds=settings.pallas_process_lease_s)
+    alone = backend_name(engine) == "sqlite"  # its file lock refuses a second process
+    return ProcessLease(ProcessStore(engine), name, lease, utc_now, alone=alone)
+
+
+def _share(
+    lease: ProcessLease, engine: AsyncEngine, recorders: Recorders, conversation: Conversation
+) -> None:
+    """Name this process on what it claims; on a shared store, one turn per chat across
+    processes (docs/scaling.md)."""
+    recorders.timeline.stored_by = lease.name
+    conversation.runner.holder = lease.name
+    if not lease.alone:
+        chats = SharedChats(ChatTurns(engine, lease.name), lease, utc_now)
+        conversation.turn_buffers.chats = chats
+
+
+async def _turn_ids(engine: AsyncEngine, alone: bool) -> TurnIds:
+    """Alone: on from the largest turn id stored. Shared: a block of the store's own."""
+    last = await kernel_state.max_turn_id(engine)
+    if alone:
+        return TurnIds(last)
+    blocks = IdBlocks(engine)
+
+    async def take() -> range:
+        return await blocks.take("turn", BLOCK_SIZE)
+
+    block = await blocks.take("turn", BLOCK_SIZE, at_least=last)
+    return TurnIds(block.start - 1, block[-1], take)
+
+
+async def _stop_this_process() -> None:
+    """The lease was taken over: stop as on Ctrl-C (a supervisor starts it again)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def connected_accounts() -> tuple[str, ...]:
+    return tuple(nonebot.get_bots())
+
+
 def _delivery(
     settings: Settings, engine: AsyncEngine, outlet: RoutedOutlet, ledger: LedgerWriter,
-    kernel: KernelConfig,
+    kernel: KernelConfig, lease: ProcessLease,
 ) -> Delivery:  # fmt: skip
-    outbox, pacing = OutboxStore(engine), LivePacing(kernel.delivery)
+    outbox, pacing = OutboxStore(engine, holder=lease.name), LivePacing(kernel.delivery)
     words = load_words(OUTGOING_WORDS_FILE)  # the owner's, beside the built-in lexicon
     safety = Live(OutgoingSafety())  # the console's link rule
     screen = OutgoingScreen(words, partial(link_rule_of, safety))
-    accounts = AccountBook(engine, outlet.is_connected, _account_rules(settings))
+    async def is_connected(account: str) -> bool:  # here, or to another live process
+        return await outlet.is_connected(account) or lease.connected_elsewhere(account)
+
+    accounts = AccountBook(engine, is_connected, _account_rules(settings))
     dispatcher = OutboxDispatcher(outbox, outlet, ledger, pacing, utc_now, screen=screen,
-                                  route=AccountRouting(accounts))  # fmt: skip
+                                  route=AccountRouting(accounts), lease=lease)  # fmt: skip
     checked = asset_checker(_assets_folder(settings))
     sender = OutboxDelivery(outbox, dispatcher, utc_now, checked, accounts.answering_account)
     return Delivery(outbox, dispatcher, sender, pacing, safety, accounts)

@@ -74,6 +74,11 @@ class Settings(BaseSettings):
     # disconnected account's queued replies may go out through another in the same group.
     pallas_account_names: dict[str, list[str]] = Field(default_factory=dict)
     pallas_account_handover: bool = False
+    # Several processes on one PostgreSQL store (docs/scaling.md): this process's name, unique
+    # and the same across its restarts (empty: host name and port), and how long its lease
+    # lasts unrenewed before another process takes over what it left.
+    pallas_process_name: str = Field(default="", max_length=64)
+    pallas_process_lease_s: float = Field(default=30.0, ge=3.0, le=600.0)
     pallas_data_dir: Path = Path("data")
     pallas_database_url: str = ""
     llm_base_url: str = ""

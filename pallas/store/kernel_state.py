@@ -24,6 +24,7 @@ from pallas.store.models import (
     StreamPolicy,
     StreamState,
 )
+from pallas.store.processes import EVERYONE, Owners
 from pallas.store.sql import upsert
 
 
@@ -149,6 +150,7 @@ async def unconsumed_admitted(
     *,
     owed: Collection[int] = (),
     horizon: datetime | None = None,
+    owners: Owners = EVERYONE,
 ) -> list[PendingRow]:
     """Admitted messages no turn holds, stored in [since, until). `owed` (messages a retry
     is owed to, see `owed_retries`) are included whatever their age when `until` is None,
@@ -158,6 +160,9 @@ async def unconsumed_admitted(
         stored = stored & (Message.stored_at < until) & Message.id.not_in(list(owed))
     elif owed:
         stored = stored | Message.id.in_(list(owed))
+    owned = owners.clause()
+    if owned is not None:  # another live process buffers its own
+        stored = stored & owned
     query = (
         select(Message, Stream, Identity.user_id, Identity.nickname, Event.payload)
         .join(Stream, Stream.id == Message.stream_id)
@@ -225,8 +230,12 @@ class StartedTurn:
     payload: dict[str, Any]
 
 
-async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[StartedTurn]:
-    """Turns started since `since` that no event ended (nor a batch-gate drop)."""
+async def unfinished_turns(
+    engine: AsyncEngine, since: datetime, owners: Owners = EVERYONE
+) -> list[StartedTurn]:
+    """Turns started since `since` that no event ended (nor a batch-gate drop), of the
+    processes `owners` names: a turn is its messages' storer's (a process turns only what
+    it stored), a turn without messages names its process in its payload."""
     ended = select(Event.id).where(
         Event.turn_id == _started.turn_id,
         (Event.kind.in_(TURN_ENDINGS)) | (Event.kind == EventKind.GATE_DROPPED),
@@ -239,7 +248,9 @@ async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[Started
             _started.message_id,
             _started.reason,
             _started.payload,
+            Message.stored_by,
         )
+        .outerjoin(Message, Message.id == _started.message_id)
         .where(
             _started.kind == EventKind.TURN_STARTED,
             _started.created_at >= since,
@@ -250,7 +261,17 @@ async def unfinished_turns(engine: AsyncEngine, since: datetime) -> list[Started
     )
     async with engine.connect() as conn:
         rows = (await conn.execute(query)).all()
-    return [StartedTurn(r[0], r[1], r[2], r[3], r[4], dict(r[5] or {})) for r in rows]
+    return [
+        StartedTurn(r[0], r[1], r[2], r[3], r[4], dict(r[5] or {}))
+        for r in rows
+        if owners.holds(_turn_holder(r[5] or {}, r[6]))
+    ]
+
+
+def _turn_holder(payload: dict[str, Any], stored_by: str | None) -> str | None:
+    """The process that ran a turn: named in its start, else (a turn started before
+    processes had names) its newest message's storer."""
+    return str(payload["holder"]) if payload.get("holder") else stored_by
 
 
 async def turn_traces(engine: AsyncEngine, turn_id: int) -> tuple[bool, str | None]:
@@ -332,10 +353,12 @@ async def retried_before(
     return any(wanted.intersection(mark.message_ids) for mark in marks)
 
 
-async def owed_retries(engine: AsyncEngine, since: datetime) -> list[OwedRetry]:
+async def owed_retries(
+    engine: AsyncEngine, since: datetime, owners: Owners = EVERYONE
+) -> list[OwedRetry]:
     """Retry marks since `since` still owed: a message of theirs that no later turn took
     (nor the mark's own give-back was lost: it still names the marked turn) and that no
-    later drop or give-up ended."""
+    later drop or give-up ended. Only messages stored by `owners` count."""
     marks = await retry_marks(engine, since)
     if not marks:
         return []
@@ -343,9 +366,9 @@ async def owed_retries(engine: AsyncEngine, since: datetime) -> list[OwedRetry]:
     ids = {mid for mark in marks for mid in mark.message_ids}
     streams = {mark.stream_id for mark in marks if mark.stream_id is not None}
     async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(Message.id, Message.turn_id, Message.stored_at).where(Message.id.in_(ids))
-        )
+        mine = select(Message.id, Message.turn_id, Message.stored_at).where(Message.id.in_(ids))
+        owned = owners.clause()
+        rows = await conn.execute(mine if owned is None else mine.where(owned))
         holders = {mid: (turn_id, stored_at) for mid, turn_id, stored_at in rows}
         taken = (
             await conn.execute(
@@ -391,9 +414,11 @@ async def newest_stored_at(engine: AsyncEngine, message_ids: list[int]) -> datet
         return (await conn.execute(query)).scalar()
 
 
-async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[PendingRow]:
-    """Messages from others stored since `since` with no gate decision and no turn: the
-    process stopped between the commit and the gate's event."""
+async def ungated_messages(
+    engine: AsyncEngine, since: datetime, owners: Owners = EVERYONE
+) -> list[PendingRow]:
+    """Messages from others stored since `since` by `owners` with no gate decision and no
+    turn: the process stopped between the commit and the gate's event."""
     decided = select(Event.id).where(
         Event.message_id == Message.id, Event.kind.in_(MESSAGE_DECISIONS)
     )
@@ -407,6 +432,7 @@ async def ungated_messages(engine: AsyncEngine, since: datetime) -> list[Pending
             Message.suppressed.is_(False),
             Message.turn_id.is_(None),
             ~decided.exists(),
+            *((owned,) if (owned := owners.clause()) is not None else ()),
         )
         .order_by(Message.id)
     )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest revision in migrations/versions (a test holds it to Alembic's own head). A store
 # already there needs no Alembic at all, which keeps its ~10 MB of modules out of the process.
-HEAD_REVISION = "0025"
+HEAD_REVISION = "0026"
 MIGRATION_LOCK = 0x5041_4C4C_4153  # "PALLAS": PostgreSQL's advisory lock for migrating
 
 

@@ -132,6 +132,9 @@ class Message(Base):
     account: Mapped[str | None] = mapped_column(String(32))
     # What QQ keeps the same for every account (`s:<real_seq>`), when the platform says.
     seq_key: Mapped[str | None] = mapped_column(String(64))
+    # The process that stored it and so gates and buffers it (docs/scaling.md); empty
+    # before 0026.
+    stored_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class MessageCopy(Base):
@@ -306,6 +309,9 @@ class OutboxItem(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     # The account that sends it; empty: the group's speaker when it goes (docs/accounts.md).
     account: Mapped[str | None] = mapped_column(String(32))
+    # The process that marked it `sending`: only it settles the row while it is alive
+    # (docs/scaling.md).
+    holder: Mapped[str | None] = mapped_column(String(64))
 
 
 class Job(Base):
@@ -411,3 +417,44 @@ class SettingChange(Base):
     before: Mapped[dict[str, Any]] = mapped_column(JSON)
     after: Mapped[dict[str, Any]] = mapped_column(JSON)
     changed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class BotProcess(Base):
+    """A bot process sharing the store, under one lease it renews (docs/scaling.md). Every
+    claim it makes (a chat's turn, an outbox row being sent, the messages it stored) is
+    good while this lease is; once it expires another process recovers what it left and
+    sets `recovered_at`."""
+
+    __tablename__ = "bot_process"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32))  # this run of the name
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    accounts: Mapped[list[str]] = mapped_column(JSON)  # the accounts connected to it
+    recovered_by: Mapped[str | None] = mapped_column(String(64))
+    recovered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class ChatTurn(Base):
+    """Which process runs the chat's turns now: one turn at a time per chat across
+    processes. The row stays after the turn; it passes on when its holder is this process,
+    or a process whose leftovers were recovered."""
+
+    __tablename__ = "chat_turn"
+
+    stream_id: Mapped[int] = mapped_column(
+        Id, ForeignKey("stream.id", ondelete="CASCADE"), primary_key=True
+    )
+    holder: Mapped[str | None] = mapped_column(String(64))  # empty: between turns
+    taken_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class IdBlock(Base):
+    """Counters handed out in blocks: each process numbers its turns from its own block."""
+
+    __tablename__ = "id_block"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    last: Mapped[int] = mapped_column(BigInteger)

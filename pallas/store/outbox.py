@@ -83,12 +83,14 @@ class OutboxRow:
     # The account it was queued for; None: the group's speaker when it goes. `stream.self_id`
     # is the account it goes through (this one, else the one the chat's row keeps).
     account: str | None = None
+    holder: str | None = None  # a `sending` row: the process sending it (docs/scaling.md)
 
 
 class OutboxStore:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, holder: str | None = None) -> None:
         self._engine = engine
         self._writes = Database.of(engine).writes()
+        self.holder = holder  # this process's name, kept on the rows it takes for sending
 
     async def enqueue(
         self,
@@ -219,7 +221,7 @@ class OutboxStore:
         statement = (
             update(OutboxItem)
             .where(OutboxItem.id.in_(item_ids), OutboxItem.status == OutboxStatus.PENDING.value)
-            .values(status=OutboxStatus.SENDING.value, updated_at=now)
+            .values(status=OutboxStatus.SENDING.value, updated_at=now, holder=self.holder)
             .returning(OutboxItem.id)
         )
         async with self._writes.begin() as conn:
@@ -402,6 +404,7 @@ def _row_query() -> Any:
         OutboxItem.updated_at,
         OutboxItem.origin,
         OutboxItem.account,
+        OutboxItem.holder,
         Stream.platform,
         Stream.self_id,
         Stream.kind.label("stream_kind"),
@@ -429,6 +432,7 @@ def _outbox_row(row: Any) -> OutboxRow:
         origin=row.origin,
         stream_since=row.stream_since,
         account=row.account,
+        holder=row.holder,
     )
 
 

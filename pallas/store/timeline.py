@@ -89,6 +89,7 @@ class TimelineWriter:
         self._people = PersonResolver()
         self._groups = GroupDirectory()
         self._accounts = GroupAccounts()
+        self.stored_by: str | None = None  # this process's name, on each message it stores
         self._committer: GroupCommitter[InboundEvent, WriteOutcome] = GroupCommitter(
             "timeline writer",
             self._apply,
@@ -114,6 +115,7 @@ class TimelineWriter:
                 people = await self._people.resolve(conn, _users(items), now)
                 items = await merge_own_poke_echoes(conn, items, streams)
                 batch = _Batch(conn, now, streams, people, self._groups, self._accounts)
+                batch.stored_by = self.stored_by
                 outcomes = await batch.apply(items)
         except BaseException:
             self._groups.rolled_back()
@@ -180,6 +182,7 @@ class _Batch:
         self._now = now
         self._streams = streams
         self._people = people
+        self.stored_by: str | None = None
         self._events: list[dict[str, Any]] = []
         self._inserted: set[tuple[int, str]] = set()
         self._copies: set[tuple[int, str]] = set()
@@ -229,7 +232,7 @@ class _Batch:
         rows: dict[tuple[int, str], dict[str, Any]] = {}
         for msg in messages:
             key = (self._streams[msg.stream], msg.platform_message_id)
-            rows.setdefault(key, self._message_row(msg, key[0]))
+            rows.setdefault(key, self._message_row(msg, key[0]) | {"stored_by": self.stored_by})
         if not rows:
             return {}
         await self._stored_quotes(rows)

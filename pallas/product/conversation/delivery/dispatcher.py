@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 
@@ -89,6 +89,29 @@ async def as_queued(row: OutboxRow) -> OutboxRow:
     return row
 
 
+class Alone:
+    """The dispatcher's process is the store's only one: every row is its own to settle."""
+
+    def valid(self) -> bool:
+        return True
+
+    def settles(self, holder: str | None) -> bool:
+        return True
+
+
+class SendLease(Protocol):
+    """The process's lease as sending sees it (docs/scaling.md)."""
+
+    def valid(self) -> bool:
+        """Whether this process may act now: its lease was renewed recently enough."""
+        ...
+
+    def settles(self, holder: str | None) -> bool:
+        """Whether a row left `sending` by `holder` is this process's to settle: its own, or
+        a dead process's that was recovered."""
+        ...
+
+
 class OutboxDispatcher:
     def __init__(
         self,
@@ -100,8 +123,10 @@ class OutboxDispatcher:
         monotonic: Callable[[], float] = time.monotonic,
         screen: Screen = BUILT_IN_SCREEN,
         route: Route = as_queued,
+        lease: SendLease | None = None,
     ) -> None:
         self._store = store
+        self._lease = lease or Alone()
         self._route = route  # which account a row goes through (docs/accounts.md)
         self._screen = screen  # what may leave, checked on every message row before it does
         self._outlet = outlet
@@ -155,6 +180,8 @@ class OutboxDispatcher:
         await self._seed_pace()
         counts = {r.value: 0 for r in Recovery}
         for row in await self._store.interrupted():
+            if not self._lease.settles(row.holder):
+                continue  # another live process is sending it
             action = await self._resolve_interrupted(row)
             if action is not None:
                 counts[action.value] += 1
@@ -251,6 +278,8 @@ class OutboxDispatcher:
         """Settle or wait for the row; if it may go now, reserve its pacing and add it to
         `ready`. The seconds until this conversation needs another look."""
         if row.status == OutboxStatus.SENDING.value:
+            if not self._lease.settles(row.holder):
+                return IDLE_WAKE_S  # another live process is sending it
             # Left mid-send by a crash or a failed status write: resolved, never resent blindly.
             resolved = await self._resolve_interrupted(row)
             return 0.0 if resolved is not None else IDLE_WAKE_S
@@ -346,6 +375,9 @@ class OutboxDispatcher:
     async def _send(self, rows: list[OutboxRow]) -> None:
         """Hand rows of different conversations to the platform together; `sending` is
         committed for all of them before the first call."""
+        if not self._lease.valid():
+            logger.warning("outbox: this process's lease is not current; nothing is sent")
+            return
         began = self._clock()
         taken = set(await self._store.mark_sending([row.id for row in rows], began))
         rows = [row for row in rows if row.id in taken]  # the others: another process's now

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from loguru import logger
 
@@ -42,6 +43,26 @@ class Batch:
 
 
 RunTurn = Callable[[Batch], Awaitable[TurnDecision]]
+BLOCKED_RETRY_S = 0.5  # a chat whose turn another process runs: look again this soon
+
+
+class ChatLease(Protocol):
+    """One turn at a time per chat across the processes sharing the store (docs/scaling.md);
+    within a process the buffers' own claims keep it."""
+
+    async def take(self, stream_id: int) -> bool: ...
+
+    async def release(self, stream_id: int) -> None: ...
+
+
+class OnlyProcess:
+    """Alone on the store: the in-process claim is the whole story."""
+
+    async def take(self, stream_id: int) -> bool:
+        return True
+
+    async def release(self, stream_id: int) -> None:
+        return None
 
 
 @dataclass
@@ -51,6 +72,7 @@ class _Stream:
     waited: bool = False  # the head batch already waited once
     held_at: float | None = None  # monotonic time the head batch started waiting
     watermark: int = 0  # newest message id when the head batch started waiting
+    blocked_until: float = 0.0  # monotonic: another process runs the chat's turn
 
 
 def head_run(items: deque[Admitted]) -> tuple[Admitted, ...]:
@@ -73,8 +95,10 @@ class TurnBuffers:
         monotonic: Callable[[], float] = time.monotonic,
         buffer_cap: int = BUFFER_CAP,
         private_wait_s: float = PRIVATE_WAIT_S,
+        chats: ChatLease | None = None,
     ) -> None:
         self._run_turn = run_turn
+        self.chats: ChatLease = chats or OnlyProcess()
         self._ledger = ledger
         self._monotonic = monotonic
         self._cap = buffer_cap
@@ -169,7 +193,8 @@ class TurnBuffers:
             if stream.private and stream.held_at is not None and stream.items
             and stream_id not in self._claims  # a running turn's release wakes the loop
         ]  # fmt: skip
-        return max(0.0, min(due, default=IDLE_LOOK_S))
+        blocked = [s.blocked_until - now for s in self._streams.values() if s.blocked_until > now]
+        return max(0.0, min(due + blocked, default=IDLE_LOOK_S))
 
     def tick(self) -> None:
         for stream_id in list(self._streams):
@@ -180,6 +205,8 @@ class TurnBuffers:
                 self._start(stream_id, stream)
 
     def _ready(self, stream: _Stream) -> bool:
+        if stream.blocked_until > self._monotonic():
+            return False
         if stream.held_at is None:
             return True
         if any(item.message_id > stream.watermark for item in stream.items):
@@ -210,7 +237,13 @@ class TurnBuffers:
 
     async def _turn(self, stream_id: int, batch: Batch) -> None:
         try:
-            decision = await self._run_turn(batch)
+            if not await self._take_chat(stream_id):
+                self._put_back(stream_id, batch)
+                return
+            try:
+                decision = await self._run_turn(batch)
+            finally:
+                await self.chats.release(stream_id)
             if decision is TurnDecision.WAIT:
                 self._hold(stream_id, batch)
         except Exception as exc:
@@ -225,6 +258,21 @@ class TurnBuffers:
             )
         finally:
             self.release(stream_id)
+
+    async def _take_chat(self, stream_id: int) -> bool:
+        try:
+            return await self.chats.take(stream_id)
+        except Exception as exc:  # the store is away: the batch waits, nothing is lost
+            logger.opt(exception=exc).error("stream {}: could not take its turn", stream_id)
+            return False
+
+    def _put_back(self, stream_id: int, batch: Batch) -> None:
+        """Another process runs the chat's turn now: the batch goes back as it was taken,
+        to be tried again shortly."""
+        stream = self._streams.setdefault(stream_id, _Stream(private=batch.private))
+        stream.items.extendleft(reversed(batch.items))
+        stream.waited = not batch.may_wait
+        stream.blocked_until = self._monotonic() + BLOCKED_RETRY_S
 
     def _hold(self, stream_id: int, batch: Batch) -> None:
         """Put the batch back at the head; it runs again when more arrives (private: 10 s)."""

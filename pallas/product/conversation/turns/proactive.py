@@ -71,7 +71,12 @@ class ProactiveTurns:
         if not self._buffers.try_claim(stream_id, TurnSource.PROACTIVE):
             return ProactiveResult(ProactiveOutcome.BUSY)
         try:
-            return await self._run(stream_id, occasion)
+            if not await self._buffers.chats.take(stream_id):  # another process's turn
+                return ProactiveResult(ProactiveOutcome.BUSY)
+            try:
+                return await self._run(stream_id, occasion)
+            finally:
+                await self._buffers.chats.release(stream_id)
         finally:
             self._buffers.release(stream_id)
 
@@ -97,13 +102,13 @@ class ProactiveTurns:
             watermark=watermark,
             occasion=occasion,
         )
-        await deps.ledger.write(_started(turn, occasion))
+        await deps.ledger.write(_started(turn, occasion, deps.holder))
         activity = await deps.activity(stream_id, stream.self_id, deps.clock())
         decision = await hand_over(turn, activity, deps)
         return ProactiveResult(ProactiveOutcome.RAN, decision, turn.turn_id)
 
 
-def _started(turn: Turn, occasion: Occasion) -> LedgerEvent:
+def _started(turn: Turn, occasion: Occasion, holder: str | None) -> LedgerEvent:
     return LedgerEvent(
         EventKind.TURN_STARTED,
         turn.stream_id,
@@ -118,5 +123,6 @@ def _started(turn: Turn, occasion: Occasion) -> LedgerEvent:
             "timeline_size": turn.timeline_size,
             "occasion": occasion.reason,
             "key": occasion.key,
+            **({"holder": holder} if holder else {}),
         },
     )

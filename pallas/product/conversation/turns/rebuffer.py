@@ -15,6 +15,7 @@ from pallas.product.conversation.ingress import StoredMessage
 from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.turn import Admitted
 from pallas.store import kernel_state
+from pallas.store.processes import EVERYONE, Owners
 
 
 async def rebuffer_unconsumed(
@@ -24,10 +25,13 @@ async def rebuffer_unconsumed(
     *,
     owed: Collection[int] = (),
     horizon: datetime | None = None,
+    owners: Owners = EVERYONE,
 ) -> int:
     """Re-buffer admitted, unconsumed messages stored after `since`, and those a retry is
     owed to (`owed`, whatever their age); older ones stay history."""
-    pending = await kernel_state.unconsumed_admitted(engine, since, owed=owed, horizon=horizon)
+    pending = await kernel_state.unconsumed_admitted(
+        engine, since, owed=owed, horizon=horizon, owners=owners
+    )
     for row in pending:
         stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
         turn_buffers.submit(

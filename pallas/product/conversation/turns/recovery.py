@@ -40,6 +40,7 @@ from pallas.store import kernel_state
 from pallas.store.audit import EventKind
 from pallas.store.kernel_state import RetryMark, StartedTurn
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter
+from pallas.store.processes import EVERYONE, Owners
 
 RECOVERY_HORIZON = timedelta(hours=24)  # how far back start-up looks for cut paths
 STALE_REASON = "stale_at_restart"
@@ -54,6 +55,9 @@ class RecoveryDeps:
     gate: NextStage  # the stage list: decides on a message (the gate buffers what passes)
     window: timedelta  # fresher than this is still worth answering
     clock: Callable[[], datetime]
+    # Whose leftovers: everyone's when alone on the store; else this process's own, or a
+    # dead one's it took over (docs/scaling.md).
+    owners: Owners = EVERYONE
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ async def recover_kernel(deps: RecoveryDeps) -> RecoveryReport:
         now - deps.window,
         owed=owed,
         horizon=now - RECOVERY_HORIZON,
+        owners=deps.owners,
     )
     stale = await _drop_stale_admitted(deps, now, owed)
     regated, stale_ungated = await _gate_ungated(deps, now)
@@ -97,7 +102,7 @@ async def recover_kernel(deps: RecoveryDeps) -> RecoveryReport:
 
 
 async def _unfinished(deps: RecoveryDeps, now: datetime) -> list[StartedTurn]:
-    return await kernel_state.unfinished_turns(deps.engine, now - RECOVERY_HORIZON)
+    return await kernel_state.unfinished_turns(deps.engine, now - RECOVERY_HORIZON, deps.owners)
 
 
 async def _end_turn(turn: StartedTurn, deps: RecoveryDeps, now: datetime) -> str:
@@ -151,7 +156,8 @@ async def _settle_owed_retries(deps: RecoveryDeps, now: datetime) -> tuple[froze
     """The messages owed a retry that run now, and how many owed ones were given up."""
     run: set[int] = set()
     given_up = 0
-    for owed in await kernel_state.owed_retries(deps.engine, now - RECOVERY_HORIZON):
+    horizon = now - RECOVERY_HORIZON
+    for owed in await kernel_state.owed_retries(deps.engine, horizon, deps.owners):
         if worth_retrying(owed.newest_stored_at, now, deps.window):
             run.update(owed.message_ids)
             continue
@@ -178,8 +184,9 @@ async def _drop_stale_admitted(
 ) -> int:
     """Passed the gate, never taken by a turn, too old to answer now, and owed no retry."""
     rows = await kernel_state.unconsumed_admitted(
-        deps.engine, now - RECOVERY_HORIZON, until=now - deps.window, owed=owed
-    )
+        deps.engine, now - RECOVERY_HORIZON, until=now - deps.window, owed=owed,
+        owners=deps.owners,
+    )  # fmt: skip
     await deps.ledger.write(*(_stale(row.stream_id, row.person_id, row.message_id) for row in rows))
     return len(rows)
 
@@ -187,7 +194,8 @@ async def _drop_stale_admitted(
 async def _gate_ungated(deps: RecoveryDeps, now: datetime) -> tuple[int, int]:
     """Stored, but the process stopped before the gate's event was written."""
     fresh = stale = 0
-    for row in await kernel_state.ungated_messages(deps.engine, now - RECOVERY_HORIZON):
+    since = now - RECOVERY_HORIZON
+    for row in await kernel_state.ungated_messages(deps.engine, since, deps.owners):
         if row.stored_at is not None and row.stored_at >= now - deps.window:
             stored = StoredMessage(row.message_id, row.stream_id, row.person_id, row.message)
             await deps.gate.on_message(stored)

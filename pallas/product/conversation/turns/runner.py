@@ -5,6 +5,7 @@ Reads like the turn in docs/architecture.md; each step is one function.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,14 +34,42 @@ async def _none_queued(stream_id: int) -> int:
 
 
 class TurnIds:
-    """Monotonic across restarts: seeded from the largest turn id the store has seen."""
+    """Monotonic across restarts: seeded from the largest turn id the store has seen. On a
+    store several processes share, each numbers its turns from blocks the store hands out
+    (`IdBlocks`): unique across processes, monotonic within one."""
 
-    def __init__(self, last: int) -> None:
+    def __init__(
+        self, last: int, end: int | None = None, refill: TakeBlock | None = None
+    ) -> None:
         self._last = last
+        self._end = end  # the block's last number; None: no block, count on
+        self._refill = refill
+        self._next_block: asyncio.Task[range] | None = None
 
     def next(self) -> int:
+        if self._end is not None and self._last >= self._end:
+            self._switch_block()
         self._last += 1
+        self._ask_early()
         return self._last
+
+    def _ask_early(self) -> None:
+        """Four fifths used: ask for the next block while this one lasts."""
+        if self._refill is None or self._end is None or self._next_block is not None:
+            return
+        if self._end - self._last < BLOCK_SIZE // 5:
+            self._next_block = asyncio.get_running_loop().create_task(self._refill())
+
+    def _switch_block(self) -> None:
+        task = self._next_block
+        if task is None or not task.done() or task.exception() is not None:
+            raise RuntimeError("no turn ids left: the next block was not taken in time")
+        block = task.result()
+        self._last, self._end, self._next_block = block.start - 1, block[-1], None
+
+
+BLOCK_SIZE = 1_000_000
+TakeBlock = Callable[[], Awaitable[range]]
 
 
 @dataclass
@@ -57,6 +86,7 @@ class RunnerDeps:
     # The chat's bubbles queued but not yet sent (the outbox): the frequency cap counts them.
     queued_replies: Callable[[int], Awaitable[int]] = field(default=_none_queued)
     observers: TurnObservers = field(default_factory=TurnObservers)
+    holder: str | None = None  # this process's name, on its turns' start (docs/scaling.md)
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
@@ -150,6 +180,7 @@ async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
                 "signals": sorted(turn.disposition.signals),
                 "trigger": turn.trigger.value,
                 "timeline_size": turn.timeline_size,
+                **({"holder": deps.holder} if deps.holder else {}),
             },
         ),
     )

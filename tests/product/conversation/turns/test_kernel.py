@@ -40,7 +40,12 @@ class Recorder:
 
 
 async def start_runtime(tmp_path: Path, url: str, recorder: Recorder) -> Runtime:
-    settings = load_settings(env_file=None, pallas_data_dir=tmp_path, pallas_database_url=url)
+    # A short process lease: a restart after a crash on PostgreSQL watches its namesake for
+    # one renewal period (docs/scaling.md).
+    settings = load_settings(
+        env_file=None, pallas_data_dir=tmp_path, pallas_database_url=url,
+        pallas_process_lease_s=3,
+    )  # fmt: skip
     runtime = Runtime.build(settings, handler=recorder)
     await runtime.start()
     return runtime
@@ -293,6 +298,7 @@ async def test_restart_rebuffers_fresh_waiting_messages_and_keeps_turn_ids_risin
             .where(Message.id == stale)
             .values(turn_id=None, stored_at=datetime.now(UTC) - timedelta(minutes=10))
         )
+    runtime.lease.halt()  # a crash: the lease is left to expire
     await runtime.conversation.turn_buffers.stop(grace_s=0)
     await runtime.recorders.timeline.close()
     await runtime.recorders.ledger.close()
@@ -338,6 +344,7 @@ async def test_a_rebuffered_group_batch_is_judged_on_the_stored_view(
     await say(runtime, message("我是机器人", stream=stream, user_id=BOT_ID, from_bot=True))
     waiting = await say(runtime, message("接一句", stream=stream, user_id="2"))
     await runtime.recorders.ledger.flush()
+    runtime.lease.halt()  # a crash: the lease is left to expire
     await runtime.conversation.turn_buffers.stop(grace_s=0)
     await runtime.recorders.timeline.close()
     await runtime.recorders.ledger.close()

@@ -40,6 +40,7 @@ async def crash(runtime: Runtime) -> None:
     """Stop like a killed process would: nothing in flight gets to finish, and nothing of
     it goes on running (its sends and jobs would write to the closed writers later, into
     another test's log)."""
+    runtime.lease.halt()  # its lease is left to expire, as a killed process's is
     await runtime.jobs.stop()
     await runtime.delivery.dispatcher.stop()
     await runtime.conversation.turn_buffers.stop(grace_s=0)
