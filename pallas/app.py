@@ -48,7 +48,7 @@ from pallas.product.conversation.gate.policy import GatePolicy
 from pallas.product.conversation.gate.policy_book import PolicyBook
 from pallas.product.conversation.gate.trigger import LOTTERY_SEED
 from pallas.product.conversation.ingress import Ingress
-from pallas.product.conversation.jobs.registry import Jobs
+from pallas.product.conversation.jobs.registry import Jobs, holder_prefix
 from pallas.product.conversation.processes.lease import NameInUse, ProcessLease, default_name
 from pallas.product.conversation.processes.takeover import SharedChats, Takeover
 from pallas.product.conversation.retention import RetentionHolders, RetentionPolicy
@@ -105,7 +105,7 @@ from pallas.store.llm_usage import LlmUsageWriter, spent_by_part, spent_since
 from pallas.store.members import temp_chat_group
 from pallas.store.migrate import upgrade_to_head
 from pallas.store.outbox import OutboxStore
-from pallas.store.processes import ChatTurns, IdBlocks, Owners, ProcessStore
+from pallas.store.processes import ChatTurns, IdBlocks, Owners, Processes, ProcessStore
 from pallas.store.retention import RetentionStore
 from pallas.store.settings_table import SettingsTable
 from pallas.store.timeline import TimelineWriter
@@ -225,6 +225,7 @@ class Runtime:
         conversation.ingress.plug_origins(delivery.dispatcher.in_flight.origin_of)
         conversation.ingress.plug_accounts(delivery.accounts)
         jobs = Jobs(JobStore(database.engine), utc_now)
+        jobs.process = lease.name
         tools = build_tools(database.engine, settings.pallas_data_dir,
                             search_api_url=settings.web_search_api_url,
                             search_api_key=settings.tavily_api_key)  # fmt: skip
@@ -322,14 +323,21 @@ class Runtime:
             )
         )
 
+    async def _learn_accounts(self, view: Processes) -> None:
+        self.delivery.accounts.refresh(view.connected_accounts())
+
+    async def _release_jobs(self, process: str) -> int:
+        return await self.jobs.store.release_running(utc_now(), holder_prefix(process))
+
     async def _watch_processes(self) -> None:
         """Sharing the store: renew the lease, take over dead processes' work."""
         if self.lease.alone:
             return
-        takeover = Takeover(self.lease, self._recover, utc_now)
+        takeover = Takeover(self.lease, self._recover, self._release_jobs, utc_now)
         await takeover.resume()
         await takeover.after_renewal(self.lease.view)
         self.lease.on_renewed.append(takeover.after_renewal)
+        self.lease.on_renewed.append(self._learn_accounts)
         self.lease.on_lost = _stop_this_process
         self.lease.start()
 

@@ -330,15 +330,20 @@ class JobStore:
         second (pallas/store/preflight.py). On PostgreSQL several may share the store."""
         return self._engine.dialect.name == "sqlite"
 
-    async def release_running(self, now: datetime) -> int:
-        """End the leases of every running job: at start-up they belong to the previous run
-        of the one bot process that uses this database, which is dead. The next claim takes
-        them at once (or fails those with no attempt left) instead of waiting out the lease."""
+    async def release_running(self, now: datetime, held_by: str | None = None) -> int:
+        """End the leases of every running job (or those whose holder starts with `held_by`):
+        they belong to a dead run, the previous one of the process alone on this database
+        or one a takeover found (docs/scaling.md). The next claim takes them at once (or
+        fails those with no attempt left) instead of waiting out the lease."""
         statement = (
             update(_JOB)
             .where(_C.status == _RUNNING)
             .values(lease_expires_at=now - timedelta(microseconds=1), updated_at=now)
         )
+        if held_by is not None:
+            statement = statement.where(
+                func.substr(_C.lease_holder, 1, len(held_by)) == held_by
+            )
         async with self._writes.begin() as conn:
             return int((await conn.execute(statement)).rowcount or 0)
 

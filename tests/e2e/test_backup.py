@@ -17,12 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-from sqlalchemy.engine import make_url
-
 from tests.support.bot_process import BotProcess
 from tests.support.fake_napcat import FakeNapCat, next_message_id
-from tests.support.fixtures import ACCESS_TOKEN, _admin, postgres_configured
+from tests.support.fixtures import ACCESS_TOKEN
 from tests.support.timeline_db import TimelineDb, wait_for
 
 SELF_ID = 46_401
@@ -169,20 +166,3 @@ def _rows_of(archive: Path) -> dict[str, int]:
         member = tar.extractfile("manifest.json")
         assert member is not None
         return dict(json.loads(member.read())["tables"])
-
-
-@pytest.fixture
-async def postgres_url(request: pytest.FixtureRequest) -> str:
-    """An empty PostgreSQL database; like every PostgreSQL store test, a visible skip with
-    its reason where no server can run (CI installs one)."""
-    if not postgres_configured():
-        pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
-    admin_url = request.getfixturevalue("postgres_admin_url")
-    name = f"pallas_backup_{os.getpid()}_{int(time.time())}"
-    conn = await _admin(admin_url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
-    return url.render_as_string(hide_password=False)

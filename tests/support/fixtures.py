@@ -206,3 +206,20 @@ async def model_server() -> AsyncIterator[FakeModelServer]:
     """A fake OpenAI-compatible service on a real loopback port."""
     async with FakeModelServer() as server:
         yield server
+
+
+@pytest.fixture
+async def postgres_url(request: pytest.FixtureRequest) -> str:
+    """An empty PostgreSQL database for bot processes to share; like every PostgreSQL store
+    test, a visible skip with its reason where no server can run (CI installs one)."""
+    if not postgres_configured():
+        pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
+    admin_url = request.getfixturevalue("postgres_admin_url")
+    name = f"pallas_e2e_{os.getpid()}_{next(_databases)}"
+    conn = await _admin(admin_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
+    return url.render_as_string(hide_password=False)

@@ -58,6 +58,13 @@ class AccountBook:
             self._ours |= set(await conn.scalars(select(StreamAccount.self_id).distinct()))
         self._ours.discard("")
 
+    def refresh(self, elsewhere: frozenset[str]) -> None:
+        """Other processes sharing the store hold these accounts, and may have seen them
+        join groups since this view was loaded (docs/scaling.md): they are the bot's own,
+        and each group's accounts are read again on next use."""
+        self._ours |= elsewhere
+        self._present.clear()
+
     @property
     def ours(self) -> frozenset[str]:
         return frozenset(self._ours)

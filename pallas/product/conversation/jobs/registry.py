@@ -8,6 +8,7 @@ was `running` at start-up was cut off by a crash and is taken again at once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,12 +17,17 @@ from loguru import logger
 
 from pallas.product.conversation.jobs.periodic import PeriodicJob
 from pallas.product.conversation.jobs.worker import IDLE_LOOK_S, JobHandler, JobWorker
-from pallas.store.jobs import ClaimedJob, JobRef, JobStore
+from pallas.store.jobs import MAX_HOLDER_CHARS, ClaimedJob, JobRef, JobStore
 
 PURGE_KIND = "jobs.purge"
 KEEP_FINISHED = timedelta(days=7)
 # Every night at 04:17 UTC: finished jobs older than a week are deleted.
 PURGE = PeriodicJob(name="purge_finished_jobs", kind=PURGE_KIND, cron="17 4 * * *")
+
+
+def holder_prefix(process: str) -> str:
+    """What every job lease of the process's runs starts with."""
+    return process[: MAX_HOLDER_CHARS - 9] + "|"
 
 
 class Jobs:
@@ -37,6 +43,9 @@ class Jobs:
         self._timeouts: dict[str, float] = {}
         self._periodic: dict[str, PeriodicJob] = {PURGE.name: PURGE}
         self._worker: JobWorker | None = None
+        # On a shared store: the process's name, which its job leases start with, so that
+        # its next run or a takeover can release them (docs/scaling.md).
+        self.process: str | None = None
 
     def handle(self, kind: str, handler: JobHandler, *, timeout_s: float | None = None) -> None:
         """Run `handler` for jobs of `kind` (before start-up; a kind has one handler)."""
@@ -87,14 +96,17 @@ class Jobs:
         # Alone on the store, every running job is the previous run's: taken again at once.
         # Sharing it (PostgreSQL), a running job may be another live process's: taken only
         # once its lease has expired, like any claim.
-        if self.store.alone:
-            released = await self.store.release_running(self._clock())
+        own = holder_prefix(self.process) if self.process else None
+        if self.store.alone or own is not None:
+            held_by = None if self.store.alone else own
+            released = await self.store.release_running(self._clock(), held_by)
             if released:
                 logger.warning("jobs: {} job(s) cut off by the last stop run again", released)
         self._worker = JobWorker(
             self.store,
             self._handlers,
             self._clock,
+            holder=f"{own}{uuid.uuid4().hex[:8]}" if own else None,
             timeouts=self._timeouts,
             periodic=list(self._periodic.values()),
             idle_s=self._idle_s,

@@ -22,6 +22,7 @@ from pallas.product.conversation.turns.recovery import RECOVERY_HORIZON, Recover
 from pallas.store.processes import ChatTurns, Owners, Processes
 
 Recover = Callable[[Owners], Awaitable[RecoveryReport]]
+ReleaseJobs = Callable[[str], Awaitable[int]]  # a dead process's name -> jobs released
 
 
 def dead_and_unclaimed(view: Processes, me: str) -> list[str]:
@@ -34,10 +35,15 @@ def dead_and_unclaimed(view: Processes, me: str) -> list[str]:
 
 class Takeover:
     def __init__(
-        self, lease: ProcessLease, recover: Recover, clock: Callable[[], datetime]
+        self,
+        lease: ProcessLease,
+        recover: Recover,
+        release_jobs: ReleaseJobs,
+        clock: Callable[[], datetime],
     ) -> None:
         self._lease = lease
         self._recover = recover
+        self._release_jobs = release_jobs
         self._clock = clock
 
     async def after_renewal(self, view: Processes) -> None:
@@ -54,13 +60,14 @@ class Takeover:
     async def _take_over(self, dead: str) -> None:
         store, me = self._lease.store, self._lease.name
         report = await self._recover(Owners(frozenset({dead})))
+        jobs = await self._release_jobs(dead)  # claimed at once, not after their own lease
         now = self._clock()
         adopted = await store.adopt_messages(dead, me, now - RECOVERY_HORIZON)
         await store.recovered(dead, me, now)
         await self._lease.refresh()
         logger.warning(
             "process {!r} stopped renewing its lease; {!r} took over its work: {}, {} "
-            "message(s) adopted", dead, me, report, adopted,
+            "message(s) adopted, {} job(s) released", dead, me, report, adopted, jobs,
         )  # fmt: skip
 
 
