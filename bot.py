@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import nonebot
 import nonebot.log
@@ -45,10 +46,23 @@ def init_bot(settings: Settings, extra_plugins: Iterable[str] = ()) -> Runtime:
     runtime = Runtime.build(settings, features=enabled(BUILT_IN_FEATURES, settings))
     install_runtime(runtime)
     driver.on_startup(runtime.start)
-    driver.on_shutdown(runtime.stop)
+    driver.on_shutdown(stopper(runtime))
     for plugin in (*PLUGINS, *extra_plugins):
         nonebot.load_plugin(plugin)
     return runtime
+
+
+def stopper(runtime: Runtime) -> Callable[[], Awaitable[None]]:
+    """The shutdown hook (a coroutine function, as NoneBot requires)."""
+
+    async def stop() -> None:
+        await runtime.stop()
+        if runtime.lease.lost:
+            # Taken over while frozen (docs/scaling.md): exit 1, so that a supervisor starts
+            # it again; uvicorn would end the process by the stop signal it sent itself.
+            os._exit(1)
+
+    return stop
 
 
 def _log_at_configured_level() -> None:

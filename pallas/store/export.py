@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.archive import FILES, FORMAT, MANIFEST, TABLES, Manifest, encode_row
 from pallas.store.migrate import current_heads
+from pallas.store.processes import RUNTIME_TABLES
 from pallas.store.schema_base import Base
 
 ROWS_PER_READ = 2_000
@@ -93,7 +94,8 @@ async def _tables(engine: AsyncEngine, scratch: Path) -> Manifest:
         created = datetime.now(UTC).isoformat()
         manifest = Manifest(FORMAT, revisions, created, engine.dialect.name)
         for table in Base.metadata.sorted_tables:
-            manifest.tables[table.name] = await _dump(conn, table, scratch)
+            if table.name not in RUNTIME_TABLES:
+                manifest.tables[table.name] = await _dump(conn, table, scratch)
     return manifest
 
 

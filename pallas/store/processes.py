@@ -25,6 +25,9 @@ from pallas.store.models import BotProcess, ChatTurn, IdBlock, Message
 from pallas.store.sql import insert_ignoring_conflicts
 
 MAX_NAME_CHARS = 64
+# What running processes claim in one store: never exported, and no reason to call a store
+# holding them not empty (pallas/store/export.py, restore.py).
+RUNTIME_TABLES = frozenset({"bot_process", "chat_turn"})
 
 
 @dataclass(frozen=True)

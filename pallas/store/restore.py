@@ -54,6 +54,7 @@ from pallas.store.export import sqlite_file
 from pallas.store.failures import StoreStartupError
 from pallas.store.migrate import Migrations, alembic_config, upgrade_to, upgrade_to_head
 from pallas.store.preflight import hold_sqlite_file
+from pallas.store.processes import RUNTIME_TABLES
 from pallas.store.schema_base import Base
 
 ROWS_PER_INSERT = 1_000
@@ -169,7 +170,7 @@ def _to_revisions(conn: Connection, revisions: list[str], branches: Sequence[Mig
 
 def _must_be_empty(conn: Connection) -> None:
     for name in inspect(conn).get_table_names():
-        if name == "alembic_version" or name not in Base.metadata.tables:
+        if name in ("alembic_version", *RUNTIME_TABLES) or name not in Base.metadata.tables:
             continue
         table = Base.metadata.tables[name]
         if conn.execute(select(func.count()).select_from(table)).scalar():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -309,3 +310,46 @@ async def _nothing_lost_nothing_doubled(engine: AsyncEngine, a: QQAccount, b: QQ
     assert not await _rows(
         engine, "SELECT id FROM job WHERE status = 'running' AND lease_holder LIKE 'p1|%'"
     )
+
+
+async def test_a_process_frozen_past_its_lease_stops_when_it_wakes(
+    tmp_path: Any, postgres_url: str, model: FakeModelServer
+) -> None:
+    """SIGSTOP past the lease: the other process takes its work over; SIGCONT: its renewal
+    is refused, it sends nothing more and exits with 1 (its supervisor starts it again)."""
+    first = _process(tmp_path, "p1", postgres_url, model)
+    second = _process(tmp_path, "p2", postgres_url, model)
+    engine = create_engine(postgres_url)
+    try:
+        first.start()
+        await first.wait_ready()
+        second.start()
+        await second.wait_ready()
+        first.signal(signal.SIGSTOP)
+        await _until(lambda: _rows(engine, "SELECT 1 FROM bot_process WHERE name = 'p1' "
+                                           "AND recovered_at IS NOT NULL"), "the takeover")
+        first.signal(signal.SIGCONT)
+        assert await asyncio.to_thread(first.wait_exit, 30) == 1
+        assert "its lease was taken over" in first.log()
+        assert (await second.health())["ok"]
+    finally:
+        first.stop()
+        second.stop()
+        await engine.dispose()
+
+
+async def test_a_second_process_under_a_live_ones_name_is_refused(
+    tmp_path: Any, postgres_url: str, model: FakeModelServer
+) -> None:
+    first = _process(tmp_path, "p1", postgres_url, model)
+    namesake = _process(tmp_path, "p1-again", postgres_url, model)
+    namesake.set_env("PALLAS_PROCESS_NAME", "p1")
+    try:
+        first.start()
+        await first.wait_ready()
+        code = await asyncio.to_thread(namesake.run_to_exit, 60)
+        assert code != 0
+        assert "another Pallas process named 'p1' is running on this store" in namesake.log()
+        assert (await first.health())["ok"]
+    finally:
+        first.stop()

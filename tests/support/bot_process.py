@@ -150,6 +150,18 @@ class BotProcess:
             else ""
         )
 
+    def set_env(self, key: str, value: str) -> None:
+        self._extra_env[key] = value
+
+    def signal(self, sig: int) -> None:
+        """Send the running bot a signal (SIGSTOP, SIGCONT: a frozen process)."""
+        assert self._proc is not None
+        self._proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float) -> int:
+        assert self._proc is not None
+        return self._proc.wait(timeout=timeout)
+
     def kill(self) -> None:
         """Die like a crash: no shutdown hooks."""
         if self._proc is not None and self._proc.poll() is None:

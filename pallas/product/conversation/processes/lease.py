@@ -66,6 +66,7 @@ class ProcessLease:
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.on_lost: Callable[[], Awaitable[None]] | None = None
+        self.lost = False  # the lease was taken over: the process stops, exit code 1
         self.on_renewed: list[Callable[[Processes], Awaitable[None]]] = []
 
     # -- what the rest of the process asks ------------------------------------------------
@@ -108,8 +109,9 @@ class ProcessLease:
         """Take the name for this run. A row of the name that is still live is watched for
         one renewal period: a run that just died stops renewing it, a live one does not."""
         self._accounts = accounts
-        if not self.alone:
-            await self._wait_out_namesake()
+        if self.alone:  # nothing to share: no row, no renewals
+            return
+        await self._wait_out_namesake()
         await self.store.register(self.name, self.run_id, self._clock(), self.lease)
         self._renewed_at = self._monotonic()
         self._view = await self.store.read(self._clock())
@@ -150,6 +152,8 @@ class ProcessLease:
         self._stopping.set()
         if self._task is not None and not self._task.done():
             await self._task
+        if self.alone or self.lost:
+            return
         with contextlib.suppress(Exception):  # the store may be gone; the lease expires
             await self.store.leave(self.name, self.run_id, self._clock())
 
@@ -187,6 +191,7 @@ class ProcessLease:
 
     async def _lost(self) -> None:
         self._renewed_at = None
+        self.lost = True
         logger.critical(
             "process {!r}: its lease was taken over (it was stopped or cut off for longer "
             "than {:.0f} s); another process finished its work. Stopping.",

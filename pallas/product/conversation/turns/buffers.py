@@ -243,7 +243,7 @@ class TurnBuffers:
             try:
                 decision = await self._run_turn(batch)
             finally:
-                await self.chats.release(stream_id)
+                await self._release_chat(stream_id)
             if decision is TurnDecision.WAIT:
                 self._hold(stream_id, batch)
         except Exception as exc:
@@ -265,6 +265,12 @@ class TurnBuffers:
         except Exception as exc:  # the store is away: the batch waits, nothing is lost
             logger.opt(exception=exc).error("stream {}: could not take its turn", stream_id)
             return False
+
+    async def _release_chat(self, stream_id: int) -> None:
+        try:
+            await self.chats.release(stream_id)
+        except Exception as exc:  # the row stays this process's; its next turn takes it again
+            logger.opt(exception=exc).error("stream {}: could not release its turn", stream_id)
 
     def _put_back(self, stream_id: int, batch: Batch) -> None:
         """Another process runs the chat's turn now: the batch goes back as it was taken,
