@@ -304,6 +304,9 @@ class Runtime:
         except NameInUse as exc:
             logger.critical(str(exc))
             raise
+        if not self.lease.alone:  # renewed from now: a long start-up must not lose it
+            self.lease.on_lost = _stop_this_process
+            self.lease.start()
 
     async def _recover_turns(self) -> None:
         self.conversation.runner.turn_ids = await _turn_ids(self.engine, self.lease.alone)
@@ -334,12 +337,12 @@ class Runtime:
         if self.lease.alone:
             return
         takeover = Takeover(self.lease, self._recover, self._release_jobs, utc_now)
-        await takeover.resume()
-        await takeover.after_renewal(self.lease.view)
+        await takeover.after_renewal(self.lease.view)  # a takeover the last run left, too
         self.lease.on_renewed.append(takeover.after_renewal)
         self.lease.on_renewed.append(self._learn_accounts)
-        self.lease.on_lost = _stop_this_process
-        self.lease.start()
+        chats = self.conversation.turn_buffers.chats
+        if isinstance(chats, SharedChats):
+            self.lease.on_renewed.append(chats.retry_releases)
 
     async def stop(self) -> None:
         await self.extensions.lifespans.stop()
@@ -423,13 +426,14 @@ def _process_lease(settings: Settings, engine: AsyncEngine) -> ProcessLease:
 def _share(
     lease: ProcessLease, engine: AsyncEngine, recorders: Recorders, conversation: Conversation
 ) -> None:
-    """Name this process on what it claims; on a shared store, one turn per chat across
-    processes (docs/scaling.md)."""
+    """On a shared store: name this process on what it claims, one turn per chat across
+    processes (docs/scaling.md). Alone, everything is its own: nothing to name."""
+    if lease.alone:
+        return
     recorders.timeline.stored_by = lease.name
     conversation.runner.holder = lease.name
-    if not lease.alone:
-        chats = SharedChats(ChatTurns(engine, lease.name), lease, utc_now)
-        conversation.turn_buffers.chats = chats
+    conversation.runner.may_act = lease.valid
+    conversation.turn_buffers.chats = SharedChats(ChatTurns(engine, lease.name), lease, utc_now)
 
 
 async def _turn_ids(engine: AsyncEngine, alone: bool) -> TurnIds:
@@ -459,7 +463,8 @@ def _delivery(
     settings: Settings, engine: AsyncEngine, outlet: RoutedOutlet, ledger: LedgerWriter,
     kernel: KernelConfig, lease: ProcessLease,
 ) -> Delivery:  # fmt: skip
-    outbox, pacing = OutboxStore(engine, holder=lease.name), LivePacing(kernel.delivery)
+    holder = None if lease.alone else lease.name
+    outbox, pacing = OutboxStore(engine, holder=holder), LivePacing(kernel.delivery)
     words = load_words(OUTGOING_WORDS_FILE)  # the owner's, beside the built-in lexicon
     safety = Live(OutgoingSafety())  # the console's link rule
     screen = OutgoingScreen(words, partial(link_rule_of, safety))

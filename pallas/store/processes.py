@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, exists, or_, select, update
+from sqlalchemy import ColumnElement, and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pallas.store.database import Database
@@ -25,6 +25,7 @@ from pallas.store.models import BotProcess, ChatTurn, IdBlock, Message
 from pallas.store.sql import insert_ignoring_conflicts
 
 MAX_NAME_CHARS = 64
+UNNAMED = "(before names)"  # the row that says who took the unnamed leftovers
 # What running processes claim in one store: never exported, and no reason to call a store
 # holding them not empty (pallas/store/export.py, restore.py).
 RUNTIME_TABLES = frozenset({"bot_process", "chat_turn"})
@@ -111,8 +112,10 @@ class ProcessStore:
             found = (await conn.execute(_ROWS.where(BotProcess.name == name))).first()
         return _row(found) if found is not None else None
 
-    async def register(self, name: str, run_id: str, now: datetime, lease: timedelta) -> None:
-        """This run holds the name from now: a fresh lease, nothing recovered."""
+    async def register(self, name: str, run_id: str, now: datetime, lease: timedelta) -> bool:
+        """This run holds the name from now: a fresh lease, nothing recovered. False while
+        another process is taking the name's last run over: its leftovers are that
+        process's until it is done (the caller waits and asks again)."""
         values = {
             "run_id": run_id, "started_at": now, "heartbeat_at": now,
             "expires_at": now + lease, "accounts": [], "recovered_by": None,
@@ -123,7 +126,12 @@ class ProcessStore:
                 insert_ignoring_conflicts(conn, BotProcess.__table__),  # type: ignore[arg-type]
                 [{"name": name, **values}],
             )
-            await conn.execute(update(BotProcess).where(BotProcess.name == name).values(values))
+            taken = await conn.execute(
+                update(BotProcess)
+                .where(BotProcess.name == name, _not_being_recovered())
+                .values(values)
+            )
+            return taken.rowcount == 1
 
     async def renew(
         self,
@@ -158,35 +166,39 @@ class ProcessStore:
         async with self._writes.begin() as conn:
             await conn.execute(statement)
 
-    async def claim_recovery(self, name: str, recoverer: str, now: datetime) -> bool:
-        """Take the recovery of a process whose lease expired; one taker wins."""
+    async def claim_recovery(
+        self, name: str, recoverer: str, now: datetime, *, from_: str | None = None
+    ) -> bool:
+        """Take the recovery of a process whose lease expired; one taker wins. `from_`: the
+        process that had taken it and died in the middle (its own lease expired too)."""
+        claimed_by = (
+            BotProcess.recovered_by.is_(None) if from_ is None
+            else (BotProcess.recovered_by == from_) & BotProcess.recovered_at.is_(None)
+        )  # fmt: skip
         statement = (
             update(BotProcess)
             .where(
                 BotProcess.name == name,
                 BotProcess.name != recoverer,
                 BotProcess.expires_at <= now,
-                BotProcess.recovered_by.is_(None),
+                claimed_by,
             )
             .values(recovered_by=recoverer)
         )
         async with self._writes.begin() as conn:
             return (await conn.execute(statement)).rowcount == 1
 
-    async def recoveries_of(self, recoverer: str) -> list[str]:
-        """Recoveries this process took and did not finish (it stopped in the middle)."""
-        query = select(BotProcess.name).where(
-            BotProcess.recovered_by == recoverer, BotProcess.recovered_at.is_(None)
-        )
-        async with self._engine.connect() as conn:
-            return [str(n) for n in (await conn.execute(query)).scalars()]
-
     async def adopt_messages(self, dead: str, heir: str, since: datetime) -> int:
-        """The dead process's recent messages are the heir's from now (its buffers hold
-        them, or will hold them once their turn is given back)."""
+        """The dead process's recent messages no turn holds are the heir's from now (its
+        buffers hold them, or a retry owed to them is the heir's to run). Runs once per
+        takeover: a scan of the day's timeline, no index of its own on the hot path."""
         statement = (
             update(Message)
-            .where(Message.stored_by == dead, Message.stored_at >= since)
+            .where(
+                Message.stored_by == dead,
+                Message.stored_at >= since,
+                Message.turn_id.is_(None),
+            )
             .values(stored_by=heir)
         )
         async with self._writes.begin() as conn:
@@ -195,14 +207,34 @@ class ProcessStore:
     async def recovered(self, name: str, recoverer: str, now: datetime) -> None:
         """The dead process's leftovers are finished: its chats pass on."""
         async with self._writes.begin() as conn:
-            await conn.execute(
+            marked = await conn.execute(
                 update(BotProcess)
                 .where(BotProcess.name == name, BotProcess.recovered_by == recoverer)
                 .values(recovered_at=now)
             )
-            await conn.execute(
-                update(ChatTurn).where(ChatTurn.holder == name).values(holder=None)
+            if marked.rowcount == 1:  # still this recoverer's: the name was not taken again
+                await conn.execute(
+                    update(ChatTurn).where(ChatTurn.holder == name).values(holder=None)
+                )
+
+    async def claim_unnamed(self, claimer: str, now: datetime) -> bool:
+        """Take the leftovers of the time before processes had names (rows stored before
+        0026, or imported from an archive): the first process to ask gets them."""
+        row = {
+            "name": UNNAMED, "run_id": "", "started_at": now, "heartbeat_at": now,
+            "expires_at": now, "accounts": [], "recovered_by": claimer, "recovered_at": now,
+        }  # fmt: skip
+        async with self._writes.begin() as conn:
+            inserted = await conn.execute(
+                insert_ignoring_conflicts(conn, BotProcess.__table__)  # type: ignore[arg-type]
+                .values(row)
+                .returning(BotProcess.name)
             )
+            return inserted.first() is not None
+
+
+def _not_being_recovered() -> ColumnElement[bool]:
+    return BotProcess.recovered_by.is_(None) | BotProcess.recovered_at.is_not(None)
 
 
 def _free_for(holder: str) -> ColumnElement[bool]:
@@ -276,9 +308,3 @@ class IdBlocks:
                 update(IdBlock).where(IdBlock.name == name).values(last=start + size - 1)
             )
         return range(start, start + size)
-
-
-async def forget_chat_turns(engine: AsyncEngine) -> None:
-    """Nobody holds a chat's turn (a process alone on its store, starting)."""
-    async with Database.of(engine).write() as conn:
-        await conn.execute(delete(ChatTurn))

@@ -239,7 +239,15 @@ def _as_null(table: Table) -> None:
             column.type = JSON(none_as_null=True)
 
 
+# The processes of the store an archive came from claim nothing in the new one: their rows
+# are the leftovers from before names, taken by the first process that starts.
+PROCESS_CLAIMS = {("message", "stored_by"), ("outbox", "holder")}
+
+
 def _mapped(table: str, row: dict[str, Any], account_map: dict[str, str]) -> dict[str, Any]:
+    for claim in PROCESS_CLAIMS:
+        if claim[0] == table and claim[1] in row:
+            row[claim[1]] = None
     if not account_map:
         return row
     for name, value in row.items():

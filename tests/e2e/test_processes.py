@@ -217,7 +217,8 @@ async def test_a_process_killed_mid_burst_loses_and_doubles_nothing(
 
 
 async def _every_account_known(engine: AsyncEngine) -> bool:
-    rows = await _rows(engine, "SELECT name, accounts FROM bot_process ORDER BY name")
+    rows = await _rows(engine, "SELECT name, accounts FROM bot_process "
+                               "WHERE name IN ('p1', 'p2') ORDER BY name")
     listed = [sorted(json.loads(a) if isinstance(a, str) else a) for _, a in rows]
     return listed == [[str(A)], [str(A), str(B)]]
 
@@ -312,30 +313,49 @@ async def _nothing_lost_nothing_doubled(engine: AsyncEngine, a: QQAccount, b: QQ
     )
 
 
-async def test_a_process_frozen_past_its_lease_stops_when_it_wakes(
-    tmp_path: Any, postgres_url: str, model: FakeModelServer
+async def test_a_process_frozen_mid_turn_is_taken_over_and_wakes_to_send_nothing(
+    tmp_path: Any, postgres_url: str
 ) -> None:
-    """SIGSTOP past the lease: the other process takes its work over; SIGCONT: its renewal
-    is refused, it sends nothing more and exits with 1 (its supervisor starts it again)."""
-    first = _process(tmp_path, "p1", postgres_url, model)
-    second = _process(tmp_path, "p2", postgres_url, model)
-    engine = create_engine(postgres_url)
-    try:
-        first.start()
-        await first.wait_ready()
-        second.start()
-        await second.wait_ready()
-        first.signal(signal.SIGSTOP)
-        await _until(lambda: _rows(engine, "SELECT 1 FROM bot_process WHERE name = 'p1' "
-                                           "AND recovered_at IS NOT NULL"), "the takeover")
-        first.signal(signal.SIGCONT)
-        assert await asyncio.to_thread(first.wait_exit, 30) == 1
-        assert "its lease was taken over" in first.log()
-        assert (await second.health())["ok"]
-    finally:
-        first.stop()
-        second.stop()
-        await engine.dispose()
+    """SIGSTOP while its turn waits for the model, past the lease: the other process runs the
+    cut-off call once more and answers. SIGCONT: the woken turn's reply is refused (its lease
+    is not current), its renewal is refused, and it exits with 1. The group hears one answer."""
+    async with FakeModelServer() as model:
+        slow = Reply("", _reply("好的慢").tool_calls, delay_s=4.0)
+        model.script_when(MODEL, _is_decision, slow, *[_reply(f"好的{i}") for i in range(5)])
+        first = _process(tmp_path, "p1", postgres_url, model)
+        second = _process(tmp_path, "p2", postgres_url, model)
+        engine = create_engine(postgres_url)
+        a = QQAccount(A)
+        try:
+            first.start()
+            await first.wait_ready()
+            second.start()
+            await second.wait_ready()
+            a1 = await a.connect_to(first).connect()
+            await a.connect_to(second).connect()
+            await Burst(a, QQAccount(B), a1)._group(ONLY_A, 1500, A, a.connections)
+            await _until(lambda: _rows(engine, "SELECT 1 FROM event WHERE kind = "
+                                               "'turn_started'"), "p1's turn")
+            first.signal(signal.SIGSTOP)
+            await _until(lambda: _rows(engine, "SELECT 1 FROM bot_process WHERE name = 'p1' "
+                                               "AND recovered_at IS NOT NULL"), "the takeover")
+            await _until(lambda: _async(a.texts()), "p2's answer")
+            first.signal(signal.SIGCONT)
+            assert await asyncio.to_thread(first.wait_exit, 30) == 1
+            assert "its lease was taken over" in first.log()
+            assert "lease is not current" in first.log()  # the woken turn queued nothing
+            assert a.texts() == ["好的0"]  # one answer, from the retry in p2
+            assert (await second.health())["ok"]
+        finally:
+            first.stop()
+            second.stop()
+            for napcat in a.connections:
+                await napcat.close()
+            await engine.dispose()
+
+
+async def _async(value: Any) -> Any:
+    return value
 
 
 async def test_a_second_process_under_a_live_ones_name_is_refused(

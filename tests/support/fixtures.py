@@ -85,19 +85,9 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
-    admin = make_url(request.getfixturevalue("postgres_admin_url"))
-    name = f"pallas_test_{os.getpid()}_{next(_databases)}"
-    conn = await asyncpg.connect(
-        host=admin.host,
-        port=admin.port,
-        user=admin.username,
-        password=admin.password,
-        database=admin.database or "postgres",
-    )
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
+    admin_url = request.getfixturevalue("postgres_admin_url")
+    admin = make_url(admin_url)
+    name = await _new_database(admin_url, "pallas_test")
     return admin.set(database=name).render_as_string(hide_password=False)
 
 
@@ -165,13 +155,20 @@ async def migrated_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite+aiosqlite:///{target}"
     admin_url = request.getfixturevalue("postgres_admin_url")
     template_name = request.getfixturevalue("postgres_template")
-    name = f"pallas_test_{os.getpid()}_{next(_databases)}"
+    name = await _new_database(admin_url, "pallas_test", template_name)
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+async def _new_database(admin_url: str, prefix: str, template: str | None = None) -> str:
+    """A fresh database on the test server (a copy of `template`, if given); its name."""
+    name = f"{prefix}_{os.getpid()}_{next(_databases)}"
     conn = await _admin(admin_url)
     try:
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+        copy = f' TEMPLATE "{template}"' if template else ""
+        await conn.execute(f'CREATE DATABASE "{name}"{copy}')
     finally:
         await conn.close()
-    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    return name
 
 
 @pytest.fixture
@@ -215,11 +212,6 @@ async def postgres_url(request: pytest.FixtureRequest) -> str:
     if not postgres_configured():
         pytest.skip("no PostgreSQL: install its server binaries or set PALLAS_TEST_POSTGRES_URL")
     admin_url = request.getfixturevalue("postgres_admin_url")
-    name = f"pallas_e2e_{os.getpid()}_{next(_databases)}"
-    conn = await _admin(admin_url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
+    name = await _new_database(admin_url, "pallas_e2e")
     url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
     return url.render_as_string(hide_password=False)

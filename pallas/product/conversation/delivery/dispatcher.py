@@ -63,6 +63,7 @@ from pallas.product.conversation.delivery.safety import (
     Screened,
     bare_numbers,
 )
+from pallas.product.conversation.processes.lease import LeaseNotCurrent
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
 from pallas.store.outbox import DroppedRow, NewItem, OutboxRow, OutboxStatus, OutboxStore
@@ -127,6 +128,7 @@ class OutboxDispatcher:
     ) -> None:
         self._store = store
         self._lease = lease or Alone()
+        self._lease_was_valid = True
         self._route = route  # which account a row goes through (docs/accounts.md)
         self._screen = screen  # what may leave, checked on every message row before it does
         self._outlet = outlet
@@ -375,8 +377,7 @@ class OutboxDispatcher:
     async def _send(self, rows: list[OutboxRow]) -> None:
         """Hand rows of different conversations to the platform together; `sending` is
         committed for all of them before the first call."""
-        if not self._lease.valid():
-            logger.warning("outbox: this process's lease is not current; nothing is sent")
+        if not self.may_act():
             return
         began = self._clock()
         taken = set(await self._store.mark_sending([row.id for row in rows], began))
@@ -398,8 +399,19 @@ class OutboxDispatcher:
         for row in unconfirmed:
             await self._failed(row, began, now)
 
+    def may_act(self) -> bool:
+        """Whether this process may queue or send now; said once when that changes."""
+        valid = self._lease.valid()
+        if valid != self._lease_was_valid:
+            self._lease_was_valid = valid
+            if not valid:
+                logger.warning("outbox: this process's lease is not current; nothing is sent")
+        return valid
+
     async def _attempt(self, row: OutboxRow) -> str | None:
         """One platform call under the send timeout: its id, or None (no receipt)."""
+        if not self.may_act():  # frozen since the row was taken: its settling is another's
+            return None
         try:
             async with asyncio.timeout(self.policy.send_timeout_s):
                 return await self._perform(row)
@@ -537,8 +549,13 @@ class OutboxDelivery:
         self._clock = clock
         self._asset_exists = asset_exists
 
+    def _fence(self) -> None:
+        if not self._dispatcher.may_act():
+            raise LeaseNotCurrent("this process's lease is not current: nothing is queued")
+
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
         """The reply's bubbles, then its media, one row each; the quote on the first."""
+        self._fence()
         policy = self._dispatcher.policy
         pauses = bubble_pauses(reply.texts, policy)
         bubble_pauses_ = pauses[: len(reply.bubbles)]
@@ -569,6 +586,7 @@ class OutboxDelivery:
         return DeliveryReport(queued=tuple(queued.ids), failed=False)
 
     async def send(self, message: OutgoingMessage) -> tuple[int, ...]:
+        self._fence()
         payload = message_payload(message.segments, self._asset_exists)
         queued = await self._store.enqueue(
             message.turn_id,
@@ -595,6 +613,7 @@ class OutboxDelivery:
     ) -> tuple[int, ...]:
         """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
         check_action(action)
+        self._fence()
         item = NewItem(action.kind, action.to_payload())
         queued = await self._store.enqueue(
             turn_id, stream_id, [item], self._clock(), key=key, origin=origin,

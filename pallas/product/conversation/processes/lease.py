@@ -26,6 +26,10 @@ SAFETY = 0.8  # act only within this share of the lease after a renewal (clocks 
 WATCH_MARGIN_S = 1.0  # a renewal's own time, when watching whether a namesake is alive
 
 
+class LeaseNotCurrent(RuntimeError):
+    """This process's lease is not current: it consumes, queues and sends nothing."""
+
+
 class NameInUse(RuntimeError):
     """Another live process runs under this process's name."""
 
@@ -67,6 +71,7 @@ class ProcessLease:
         self._stopping = asyncio.Event()
         self.on_lost: Callable[[], Awaitable[None]] | None = None
         self.lost = False  # the lease was taken over: the process stops, exit code 1
+        self._unnamed = False  # this process took the leftovers from before names
         self.on_renewed: list[Callable[[Processes], Awaitable[None]]] = []
 
     # -- what the rest of the process asks ------------------------------------------------
@@ -86,7 +91,8 @@ class ProcessLease:
         if self.alone or holder is None or holder == self.name:
             return True
         row = next((r for r in self._view.rows if r.name == holder), None)
-        return row is None or row.recovered_at is not None
+        # A name not in the view may be a process that registered since it was read.
+        return row is not None and row.recovered_at is not None
 
     def connected_elsewhere(self, account: str) -> bool:
         """Whether a live process (this one included) reported the account connected."""
@@ -101,7 +107,7 @@ class ProcessLease:
         every one when alone."""
         if self.alone:
             return Owners()
-        return Owners(frozenset({self.name}), unnamed=True)
+        return Owners(frozenset({self.name}), unnamed=self._unnamed)
 
     # -- the lease's life -----------------------------------------------------------------
 
@@ -112,9 +118,24 @@ class ProcessLease:
         if self.alone:  # nothing to share: no row, no renewals
             return
         await self._wait_out_namesake()
-        await self.store.register(self.name, self.run_id, self._clock(), self.lease)
+        await self._register()
         self._renewed_at = self._monotonic()
+        self._unnamed = await self.store.claim_unnamed(self.name, self._clock())
         self._view = await self.store.read(self._clock())
+
+    async def _register(self) -> None:
+        """Register, once no other process is still taking the name's last run over."""
+        for waited in range(int(self.lease.total_seconds() * 10)):
+            if await self.store.register(self.name, self.run_id, self._clock(), self.lease):
+                return
+            if waited == 0:
+                logger.warning("process {!r}: another process is finishing what its last run "
+                               "left; waiting for it", self.name)  # fmt: skip
+            await asyncio.sleep(1.0)
+        raise NameInUse(
+            f"the takeover of process {self.name!r}'s last run by another process did not end; "
+            "start it again once that process is done or stopped"
+        )
 
     async def _wait_out_namesake(self) -> None:
         found = await self.store.find(self.name)

@@ -5,12 +5,13 @@ that nobody recovered. It claims one (the store lets one claimer win), runs the 
 recovery on that process's leftovers (its unfinished turns, the messages it stored and had not
 turned yet, the retries owed), takes its recent messages as its own, and marks it recovered:
 from then on its chats' turns pass on, and its outbox rows left `sending` are settled under
-the crash rules by any process holding the account's connection. A process that stops in the
-middle of a takeover finishes it at its next start.
+the crash rules by any process holding the account's connection. A takeover that failed, or
+whose process stopped in the middle, is finished after that process's next renewal.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
@@ -25,12 +26,19 @@ Recover = Callable[[Owners], Awaitable[RecoveryReport]]
 ReleaseJobs = Callable[[str], Awaitable[int]]  # a dead process's name -> jobs released
 
 
-def dead_and_unclaimed(view: Processes, me: str) -> list[str]:
-    """Processes whose lease expired and whose recovery nobody took."""
+def to_take_over(view: Processes, me: str) -> list[tuple[str, str | None]]:
+    """(process, who had taken its recovery) for processes whose lease expired and whose
+    recovery nobody took, or this process took and did not finish (it failed, or stopped in
+    the middle), or a process took and then died too."""
     return [
-        row.name for row in view.rows
-        if row.name != me and row.recovered_by is None and row.expires_at <= view.now
+        (row.name, row.recovered_by) for row in view.rows
+        if row.name != me and row.recovered_at is None and row.expires_at <= view.now
+        and row.recovered_by in (None, me, *_dead(view))
     ]  # fmt: skip
+
+
+def _dead(view: Processes) -> tuple[str, ...]:
+    return tuple(row.name for row in view.rows if not row.alive(view.now))
 
 
 class Takeover:
@@ -45,17 +53,30 @@ class Takeover:
         self._recover = recover
         self._release_jobs = release_jobs
         self._clock = clock
+        self._running: asyncio.Task[None] | None = None
 
     async def after_renewal(self, view: Processes) -> None:
-        store, me = self._lease.store, self._lease.name
-        for name in dead_and_unclaimed(view, me):
-            if await store.claim_recovery(name, me, self._clock()):
-                await self._take_over(name)
+        """Start taking over the dead, beside the renewals: a long recovery must not hold
+        this process's own renewals back until its lease expires too."""
+        if self._running is not None and not self._running.done():
+            return  # the next renewal looks again
+        dead = to_take_over(view, self._lease.name)
+        if dead:
+            task = asyncio.create_task(self._take_over_all(dead), name="takeover")
+            task.add_done_callback(_log_failure)
+            self._running = task
 
-    async def resume(self) -> None:
-        """Takeovers this process's name began in an earlier run and did not finish."""
-        for name in await self._lease.store.recoveries_of(self._lease.name):
-            await self._take_over(name)
+    async def wait(self) -> None:
+        """Until a takeover under way has ended (tests, shutdown)."""
+        if self._running is not None:
+            await asyncio.gather(self._running, return_exceptions=True)
+
+    async def _take_over_all(self, dead: list[tuple[str, str | None]]) -> None:
+        store, me = self._lease.store, self._lease.name
+        for name, taken_by in dead:
+            mine = taken_by == me
+            if mine or await store.claim_recovery(name, me, self._clock(), from_=taken_by):
+                await self._take_over(name)
 
     async def _take_over(self, dead: str) -> None:
         store, me = self._lease.store, self._lease.name
@@ -71,6 +92,13 @@ class Takeover:
         )  # fmt: skip
 
 
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.opt(exception=task.exception()).error(
+            "takeover failed; it is tried again after the next renewal"
+        )
+
+
 class SharedChats(ChatLease):
     """A chat's turn across processes: the `chat_turn` row, taken only while this process's
     lease is current."""
@@ -79,11 +107,25 @@ class SharedChats(ChatLease):
         self._turns = turns
         self._lease = lease
         self._clock = clock
+        self._unreleased: set[int] = set()  # a release the store missed: tried again
 
     async def take(self, stream_id: int) -> bool:
         if not self._lease.valid():
             return False
-        return await self._turns.take(stream_id, self._clock())
+        taken = await self._turns.take(stream_id, self._clock())
+        if taken:
+            self._unreleased.discard(stream_id)
+        return taken
 
     async def release(self, stream_id: int) -> None:
-        await self._turns.release(stream_id)
+        try:
+            await self._turns.release(stream_id)
+        except Exception:
+            self._unreleased.add(stream_id)  # held until released: others' turns wait
+            raise
+
+    async def retry_releases(self, _view: Processes) -> None:
+        """After each renewal: give back the chats whose release the store missed."""
+        for stream_id in sorted(self._unreleased):
+            await self._turns.release(stream_id)
+            self._unreleased.discard(stream_id)

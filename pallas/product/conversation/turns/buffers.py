@@ -18,6 +18,7 @@ from typing import Protocol
 
 from loguru import logger
 
+from pallas.product.conversation.processes.lease import LeaseNotCurrent
 from pallas.product.conversation.turns.turn import Admitted, TurnDecision
 from pallas.store.audit import EventKind
 from pallas.store.ledger import LedgerEvent, LedgerWriter
@@ -237,15 +238,17 @@ class TurnBuffers:
 
     async def _turn(self, stream_id: int, batch: Batch) -> None:
         try:
-            if not await self._take_chat(stream_id):
+            if not await self.take_chat(stream_id):
                 self._put_back(stream_id, batch)
                 return
             try:
                 decision = await self._run_turn(batch)
             finally:
-                await self._release_chat(stream_id)
+                await self.release_chat(stream_id)
             if decision is TurnDecision.WAIT:
                 self._hold(stream_id, batch)
+        except LeaseNotCurrent:  # nothing consumed: the batch waits for a current lease
+            self._put_back(stream_id, batch)
         except Exception as exc:
             logger.opt(exception=exc).error("stream {}: turn failed", stream_id)
             self._ledger.record(
@@ -259,14 +262,15 @@ class TurnBuffers:
         finally:
             self.release(stream_id)
 
-    async def _take_chat(self, stream_id: int) -> bool:
+    async def take_chat(self, stream_id: int) -> bool:
+        """The chat's turn across processes (after the in-process claim); False: not now."""
         try:
             return await self.chats.take(stream_id)
         except Exception as exc:  # the store is away: the batch waits, nothing is lost
             logger.opt(exception=exc).error("stream {}: could not take its turn", stream_id)
             return False
 
-    async def _release_chat(self, stream_id: int) -> None:
+    async def release_chat(self, stream_id: int) -> None:
         try:
             await self.chats.release(stream_id)
         except Exception as exc:  # the row stays this process's; its next turn takes it again

@@ -71,12 +71,12 @@ class ProactiveTurns:
         if not self._buffers.try_claim(stream_id, TurnSource.PROACTIVE):
             return ProactiveResult(ProactiveOutcome.BUSY)
         try:
-            if not await self._buffers.chats.take(stream_id):  # another process's turn
+            if not await self._buffers.take_chat(stream_id):  # another process's turn
                 return ProactiveResult(ProactiveOutcome.BUSY)
             try:
                 return await self._run(stream_id, occasion)
             finally:
-                await self._buffers.chats.release(stream_id)
+                await self._buffers.release_chat(stream_id)
         finally:
             self._buffers.release(stream_id)
 

@@ -22,6 +22,7 @@ from pallas.product.conversation.gate.trigger import (
     lottery_roll,
     timeline_size,
 )
+from pallas.product.conversation.processes.lease import LeaseNotCurrent
 from pallas.product.conversation.turns.buffers import Batch
 from pallas.product.conversation.turns.observers import TurnEnded, TurnEnding, TurnObservers
 from pallas.product.conversation.turns.turn import Turn, TurnDecision, TurnHandler
@@ -55,6 +56,9 @@ class TurnIds:
 
     def _ask_early(self) -> None:
         """Four fifths used: ask for the next block while this one lasts."""
+        task = self._next_block
+        if task is not None and task.done() and task.exception() is not None:
+            self._next_block = None  # the store was away: asked again now
         if self._refill is None or self._end is None or self._next_block is not None:
             return
         if self._end - self._last < BLOCK_SIZE // 5:
@@ -63,6 +67,7 @@ class TurnIds:
     def _switch_block(self) -> None:
         task = self._next_block
         if task is None or not task.done() or task.exception() is not None:
+            self._ask_early()
             raise RuntimeError("no turn ids left: the next block was not taken in time")
         block = task.result()
         self._last, self._end, self._next_block = block.start - 1, block[-1], None
@@ -87,6 +92,8 @@ class RunnerDeps:
     queued_replies: Callable[[int], Awaitable[int]] = field(default=_none_queued)
     observers: TurnObservers = field(default_factory=TurnObservers)
     holder: str | None = None  # this process's name, on its turns' start (docs/scaling.md)
+    # Whether this process's lease is current: a turn consumes its messages only then.
+    may_act: Callable[[], bool] = field(default=lambda: True)
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
@@ -165,6 +172,8 @@ def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:
 
 async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
     """Committed before the handler runs: after a crash these messages are not re-run."""
+    if not deps.may_act():  # frozen since the chat was taken: the batch is another's now
+        raise LeaseNotCurrent(f"turn {turn.turn_id}: the process's lease is not current")
     await deps.ledger.write(
         ConsumeMessages(turn.turn_id, tuple(m.message_id for m in turn.messages)),
         LedgerEvent(
@@ -190,7 +199,10 @@ async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> T
     try:
         decision = await deps.handler.handle(turn)
     except Exception as exc:
-        logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
+        if isinstance(exc, LeaseNotCurrent):  # frozen mid-turn: another process answered
+            logger.warning("turn {}: {}", turn.turn_id, exc)
+        else:
+            logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
         deps.ledger.record(
             LedgerEvent(
                 EventKind.TURN_FAILED,

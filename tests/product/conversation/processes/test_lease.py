@@ -13,7 +13,7 @@ from pallas.product.conversation.processes.lease import NameInUse, ProcessLease
 from pallas.product.conversation.processes.takeover import (
     SharedChats,
     Takeover,
-    dead_and_unclaimed,
+    to_take_over,
 )
 from pallas.product.conversation.turns.recovery import RecoveryReport
 from pallas.store.jobs import JobStore
@@ -96,7 +96,7 @@ async def test_a_process_frozen_past_its_lease_learns_it_lost_it(engine: AsyncEn
     frozen.on_lost = on_lost
     clock.advance(4)
     assert await heir.renew()
-    assert dead_and_unclaimed(heir.view, "p2") == ["p1"]
+    assert to_take_over(heir.view, "p2") == [("p1", None)]
     assert await heir.store.claim_recovery("p1", "p2", clock.now)
     assert not frozen.valid()
     assert not await frozen.renew()
@@ -137,10 +137,12 @@ async def test_a_takeover_finishes_the_dead_ones_work_and_passes_its_chats_on(
     clock.advance(4)
     assert await heir.renew()
     await takeover.after_renewal(heir.view)
+    await takeover.wait()
     assert recovered == [Owners(frozenset({"p1"}))]
     assert heir.settles("p1")  # its rows left `sending` are the heir's to settle now
     assert await chats.take(stream_id)
     again = await jobs.claim("p2|00000000", clock.now, lease=timedelta(minutes=5), limit=1)
     assert [job.id for job in again] == [job.id for job in claimed]  # not after 5 minutes
     await takeover.after_renewal(heir.view)
+    await takeover.wait()
     assert len(recovered) == 1  # once
