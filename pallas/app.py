@@ -432,7 +432,7 @@ def _share(
         return
     recorders.timeline.stored_by = lease.name
     conversation.runner.holder = lease.name
-    conversation.runner.may_act = lease.valid
+    conversation.runner.may_act = lease.confirm
     conversation.turn_buffers.chats = SharedChats(ChatTurns(engine, lease.name), lease, utc_now)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
@@ -26,6 +26,8 @@ from pallas.store.models import (
 )
 from pallas.store.processes import EVERYONE, Owners
 from pallas.store.sql import upsert
+
+RECOVERY_HORIZON = timedelta(hours=24)  # how far back recovery looks for cut paths
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, literal_column, select, update
+from sqlalchemy import String, and_, bindparam, func, insert, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import aliased
 
@@ -203,7 +203,13 @@ class OutboxStore:
         async with self._writes.begin() as conn:
             await conn.execute(statement)
 
-    async def mark(self, item_id: int, status: OutboxStatus, now: datetime, **values: Any) -> None:
+    async def mark(
+        self, item_id: int, status: OutboxStatus, now: datetime, *, taken: bool = False,
+        **values: Any,
+    ) -> None:
+        """Set the row's status. `taken`: the outcome of this process's own send, written
+        only while the row is still `sending` under its name (a process woken from a pause
+        may find it settled by another since)."""
         if "last_error" in values:
             values["last_error"] = str(values["last_error"])[:MAX_ERROR_CHARS]
         statement = (
@@ -211,6 +217,11 @@ class OutboxStore:
             .where(OutboxItem.id == item_id)
             .values(status=status.value, updated_at=now, **values)
         )
+        if taken:
+            statement = statement.where(
+                OutboxItem.status == OutboxStatus.SENDING.value,
+                OutboxItem.holder.is_not_distinct_from(self.holder),
+            )
         async with self._writes.begin() as conn:
             await conn.execute(statement)
 
@@ -229,7 +240,9 @@ class OutboxStore:
 
     async def mark_sent(self, receipts: Sequence[tuple[int, str]], now: datetime) -> None:
         """(row id, platform message id) of rows the platform confirmed: one transaction."""
-        params = [{"row": row, "pid": pid, "now": now} for row, pid in receipts]
+        params = [
+            {"row": row, "pid": pid, "now": now, "by": self.holder} for row, pid in receipts
+        ]
         async with self._writes.begin() as conn:
             await conn.execute(_MARK_SENT, params)
 
@@ -312,9 +325,14 @@ class OutboxStore:
             return (await conn.execute(query)).scalar()
 
 
+# Only while still `sending` under this process's name (see `mark`'s `taken`).
 _MARK_SENT = (
     update(OutboxItem)
-    .where(OutboxItem.id == bindparam("row"))
+    .where(
+        OutboxItem.id == bindparam("row"),
+        OutboxItem.status == OutboxStatus.SENDING.value,
+        OutboxItem.holder.is_not_distinct_from(bindparam("by", type_=String(64))),
+    )
     .values(
         status=OutboxStatus.SENT.value,
         updated_at=bindparam("now"),

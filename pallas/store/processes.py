@@ -19,9 +19,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.orm import aliased
 
 from pallas.store.database import Database
-from pallas.store.models import BotProcess, ChatTurn, IdBlock, Message
+from pallas.store.models import BotProcess, ChatTurn, IdBlock, Message, OutboxItem
 from pallas.store.sql import insert_ignoring_conflicts
 
 MAX_NAME_CHARS = 64
@@ -128,7 +129,7 @@ class ProcessStore:
             )
             taken = await conn.execute(
                 update(BotProcess)
-                .where(BotProcess.name == name, _not_being_recovered())
+                .where(BotProcess.name == name, _not_being_recovered(now))
                 .values(values)
             )
             return taken.rowcount == 1
@@ -171,9 +172,14 @@ class ProcessStore:
     ) -> bool:
         """Take the recovery of a process whose lease expired; one taker wins. `from_`: the
         process that had taken it and died in the middle (its own lease expired too)."""
+        # A takeover whose taker died passes on only once the taker itself was recovered: a
+        # taker merely paused would otherwise wake to finish it beside its successor.
+        taker = aliased(BotProcess)
+        taker_recovered = exists().where(taker.name == from_, taker.recovered_at.is_not(None))
         claimed_by = (
             BotProcess.recovered_by.is_(None) if from_ is None
             else (BotProcess.recovered_by == from_) & BotProcess.recovered_at.is_(None)
+            & taker_recovered
         )  # fmt: skip
         statement = (
             update(BotProcess)
@@ -217,9 +223,11 @@ class ProcessStore:
                     update(ChatTurn).where(ChatTurn.holder == name).values(holder=None)
                 )
 
-    async def claim_unnamed(self, claimer: str, now: datetime) -> bool:
+    async def claim_unnamed(self, claimer: str, since: datetime, now: datetime) -> int:
         """Take the leftovers of the time before processes had names (rows stored before
-        0026, or imported from an archive): the first process to ask gets them."""
+        0026, or imported from an archive): the first process to ask names itself on the
+        recent ones, so that they are its own from then on, across its restarts and a
+        takeover. How many messages it took (0 for every later process)."""
         row = {
             "name": UNNAMED, "run_id": "", "started_at": now, "heartbeat_at": now,
             "expires_at": now, "accounts": [], "recovered_by": claimer, "recovered_at": now,
@@ -230,11 +238,31 @@ class ProcessStore:
                 .values(row)
                 .returning(BotProcess.name)
             )
-            return inserted.first() is not None
+            if inserted.first() is None:
+                return 0
+            await conn.execute(
+                update(OutboxItem)
+                .where(OutboxItem.status == "sending", OutboxItem.holder.is_(None))
+                .values(holder=claimer)
+            )
+            taken = await conn.execute(
+                update(Message)
+                .where(Message.stored_by.is_(None), Message.stored_at >= since)
+                .values(stored_by=claimer)
+            )
+            return taken.rowcount or 0
 
 
-def _not_being_recovered() -> ColumnElement[bool]:
-    return BotProcess.recovered_by.is_(None) | BotProcess.recovered_at.is_not(None)
+def _not_being_recovered(now: datetime) -> ColumnElement[bool]:
+    """Nobody is taking the row's last run over, or the one who was died doing it (then
+    the name's next run recovers its own leftovers)."""
+    taker = aliased(BotProcess)
+    taker_alive = exists().where(
+        taker.name == BotProcess.recovered_by,
+        taker.recovered_at.is_(None),
+        taker.expires_at > now,
+    )
+    return BotProcess.recovered_by.is_(None) | BotProcess.recovered_at.is_not(None) | ~taker_alive
 
 
 def _free_for(holder: str) -> ColumnElement[bool]:

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pallas.platform.onebot.send import own_message
 from pallas.store.engine import create_engine
-from pallas.store.models import Message
+from pallas.store.models import Message, OutboxItem
+from pallas.store.outbox import NewItem, OutboxStore
 from pallas.store.processes import ChatTurns, IdBlocks, Owners, ProcessStore
 from pallas.store.timeline import TimelineWriter
 from tests.support.inbound import group, message
@@ -142,3 +143,48 @@ def test_owners_name_whose_leftovers_a_recovery_takes() -> None:
     assert mine.holds("p1") and mine.holds(None) and not mine.holds("p2")
     dead = Owners(frozenset({"p2"}))
     assert dead.holds("p2") and not dead.holds(None) and not dead.holds("p1")
+
+
+async def test_the_first_process_takes_the_leftovers_from_before_names(
+    engine: AsyncEngine, writer: TimelineWriter
+) -> None:
+    unnamed = await writer.write(message("升级前的", stream=group("unnamed"), user_id="5"))
+    outbox = OutboxStore(engine)  # a row a process without a name was sending
+    stream_id = unnamed.stream_id  # type: ignore[union-attr]
+    queued = await outbox.enqueue(1, stream_id, [NewItem("message", {"text": "好"})], T0)
+    await outbox.mark_sending(queued.ids, T0)
+    store = ProcessStore(engine)
+    now = datetime.now(UTC)
+    assert await store.claim_unnamed("p1", now - timedelta(days=1), now) == 1
+    assert await store.claim_unnamed("p2", now - timedelta(days=1), now) == 0  # once
+    async with engine.connect() as conn:
+        stored_by = (await conn.execute(select(Message.stored_by))).scalars().all()
+        holders = (await conn.execute(select(OutboxItem.holder))).scalars().all()
+    assert set(stored_by) == {"p1"} and holders == ["p1"]
+
+
+async def test_a_name_being_taken_over_waits_unless_its_taker_died(engine: AsyncEngine) -> None:
+    store = ProcessStore(engine)
+    await store.register("a", "run-1", T0, LEASE)
+    await store.register("b", "run-1", T0 + timedelta(seconds=40), LEASE)
+    assert await store.claim_recovery("a", "b", T0 + timedelta(seconds=40))
+    # b is taking a's last run over: a's next run waits for it.
+    assert not await store.register("a", "run-2", T0 + timedelta(seconds=41), LEASE)
+    # b died in the middle (its lease expired too): a's next run takes its own name back.
+    assert await store.register("a", "run-2", T0 + timedelta(seconds=80), LEASE)
+
+
+async def test_a_takeover_whose_taker_died_passes_on_once_the_taker_was_recovered(
+    engine: AsyncEngine,
+) -> None:
+    store = ProcessStore(engine)
+    for name in ("a", "b", "c"):
+        await store.register(name, "run", T0, LEASE)
+    later = T0 + timedelta(seconds=40)
+    assert await store.renew("c", "run", later, LEASE, ())
+    assert await store.claim_recovery("a", "b", later)  # b takes a over, then stops renewing
+    at = T0 + timedelta(seconds=60)
+    assert not await store.claim_recovery("a", "c", at, from_="b")  # b may only be paused
+    assert await store.claim_recovery("b", "c", at)
+    await store.recovered("b", "c", at)
+    assert await store.claim_recovery("a", "c", at, from_="b")

@@ -212,6 +212,7 @@ async def test_one_sent_message_is_enough(kit: Kit) -> None:
         kit.with_smtp(smtp_at(smtp.port))
         check = await kit.notify()
         first, second = check.payload["outbox_ids"]
+        await kit.outbox.mark_sending([first], kit.now[0])
         await kit.outbox.mark_sent([(first, "p-1")], kit.now[0])
         await kit.outbox.mark(second, OutboxStatus.FAILED, kit.now[0])
         assert await kit.outbox.statuses([first, second]) == {first: "sent", second: "failed"}

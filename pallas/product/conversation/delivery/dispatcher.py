@@ -96,6 +96,9 @@ class Alone:
     def valid(self) -> bool:
         return True
 
+    async def confirm(self) -> bool:
+        return True
+
     def settles(self, holder: str | None) -> bool:
         return True
 
@@ -105,6 +108,10 @@ class SendLease(Protocol):
 
     def valid(self) -> bool:
         """Whether this process may act now: its lease was renewed recently enough."""
+        ...
+
+    async def confirm(self) -> bool:
+        """Like `valid`, a renewal deciding when the last one is too old."""
         ...
 
     def settles(self, holder: str | None) -> bool:
@@ -259,6 +266,8 @@ class OutboxDispatcher:
         transaction marks the confirmed ones `sent`. After any progress the next heads are due
         at once (0): a reply's next bubble, say.
         """
+        if not await self.may_act():
+            return IDLE_WAKE_S  # a process whose lease is not current touches no row
         ready: list[OutboxRow] = []
         # Heads stay heads until the dispatcher itself acts on them (enqueue only adds rows
         # behind them, backpressure never drops a head), so one query serves every batch.
@@ -377,7 +386,7 @@ class OutboxDispatcher:
     async def _send(self, rows: list[OutboxRow]) -> None:
         """Hand rows of different conversations to the platform together; `sending` is
         committed for all of them before the first call."""
-        if not self.may_act():
+        if not await self.may_act():
             return
         began = self._clock()
         taken = set(await self._store.mark_sending([row.id for row in rows], began))
@@ -385,6 +394,11 @@ class OutboxDispatcher:
         for row in rows:  # until settled: a late echo, or one before a retry, is still ours
             self.in_flight.hold(row.stream, row.origin)
         outcomes = await asyncio.gather(*(self._attempt(row) for row in rows))
+        if not self._lease.valid():
+            # Paused mid-send: the rows stay `sending` under this process's name, settled by
+            # the crash rules (by this process once its lease is confirmed, or by the one
+            # that took it over), never marked from what this process remembers.
+            return
         now = self._clock()
         confirmed = [(row, pid) for row, pid in zip(rows, outcomes, strict=True) if pid is not None]
         if confirmed:
@@ -399,9 +413,9 @@ class OutboxDispatcher:
         for row in unconfirmed:
             await self._failed(row, began, now)
 
-    def may_act(self) -> bool:
+    async def may_act(self) -> bool:
         """Whether this process may queue or send now; said once when that changes."""
-        valid = self._lease.valid()
+        valid = await self._lease.confirm()
         if valid != self._lease_was_valid:
             self._lease_was_valid = valid
             if not valid:
@@ -410,7 +424,7 @@ class OutboxDispatcher:
 
     async def _attempt(self, row: OutboxRow) -> str | None:
         """One platform call under the send timeout: its id, or None (no receipt)."""
-        if not self.may_act():  # frozen since the row was taken: its settling is another's
+        if not self._lease.valid():  # paused since the row was taken: see `_send`
             return None
         try:
             async with asyncio.timeout(self.policy.send_timeout_s):
@@ -440,7 +454,7 @@ class OutboxDispatcher:
         # A lost receipt is not a lost message: if the platform reported it, it was sent.
         echo = await self._echo_of(row, began)
         if echo is not None:
-            await self._settle(row, OutboxStatus.SENT, now, platform_message_id=echo)
+            await self._settle(row, OutboxStatus.SENT, now, taken=True, platform_message_id=echo)
             await self._receipted(row)
             self._event(
                 row, EventKind.DELIVERED, row.kind, {"platform_message_id": echo, "echo": True}
@@ -449,7 +463,9 @@ class OutboxDispatcher:
         attempts = row.attempts + 1
         error = "the platform did not confirm it"
         if attempts >= self.policy.max_attempts:
-            await self._settle(row, OutboxStatus.FAILED, now, attempts=attempts, last_error=error)
+            await self._settle(
+                row, OutboxStatus.FAILED, now, taken=True, attempts=attempts, last_error=error
+            )
             self._event(row, EventKind.DELIVERY_FAILED, row.kind, {"attempts": attempts})
             return
         retry_at = now + timedelta(seconds=retry_delay(attempts, self.policy))
@@ -457,6 +473,7 @@ class OutboxDispatcher:
             row.id,
             OutboxStatus.PENDING,
             now,
+            taken=True,
             attempts=attempts,
             not_before=retry_at,
             last_error=error,
@@ -464,10 +481,12 @@ class OutboxDispatcher:
         self._event(row, EventKind.DELIVERY_RETRY, row.kind, {"attempts": attempts})
 
     async def _settle(
-        self, row: OutboxRow, status: OutboxStatus, now: datetime, **values: Any
+        self, row: OutboxRow, status: OutboxStatus, now: datetime, *, taken: bool = False,
+        **values: Any,
     ) -> None:
-        """A final state for the row: its chat has nothing in flight any more."""
-        await self._store.mark(row.id, status, now, **values)
+        """A final state for the row: its chat has nothing in flight any more. `taken`: the
+        outcome of this process's own send (see OutboxStore.mark)."""
+        await self._store.mark(row.id, status, now, taken=taken, **values)
         self.in_flight.release(row.stream)
 
     async def _receipted(self, row: OutboxRow) -> None:
@@ -549,13 +568,13 @@ class OutboxDelivery:
         self._clock = clock
         self._asset_exists = asset_exists
 
-    def _fence(self) -> None:
-        if not self._dispatcher.may_act():
+    async def _fence(self) -> None:
+        if not await self._dispatcher.may_act():
             raise LeaseNotCurrent("this process's lease is not current: nothing is queued")
 
     async def deliver(self, reply: OutgoingReply) -> DeliveryReport:
         """The reply's bubbles, then its media, one row each; the quote on the first."""
-        self._fence()
+        await self._fence()
         policy = self._dispatcher.policy
         pauses = bubble_pauses(reply.texts, policy)
         bubble_pauses_ = pauses[: len(reply.bubbles)]
@@ -586,7 +605,7 @@ class OutboxDelivery:
         return DeliveryReport(queued=tuple(queued.ids), failed=False)
 
     async def send(self, message: OutgoingMessage) -> tuple[int, ...]:
-        self._fence()
+        await self._fence()
         payload = message_payload(message.segments, self._asset_exists)
         queued = await self._store.enqueue(
             message.turn_id,
@@ -613,7 +632,7 @@ class OutboxDelivery:
     ) -> tuple[int, ...]:
         """A poke or a reaction: one outbox row, a fact only once the platform confirms."""
         check_action(action)
-        self._fence()
+        await self._fence()
         item = NewItem(action.kind, action.to_payload())
         queued = await self._store.enqueue(
             turn_id, stream_id, [item], self._clock(), key=key, origin=origin,

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from loguru import logger
 
+from pallas.store.kernel_state import RECOVERY_HORIZON
 from pallas.store.processes import MAX_NAME_CHARS, Owners, Processes, ProcessStore
 
 SAFETY = 0.8  # act only within this share of the lease after a renewal (clocks drift)
@@ -71,7 +72,7 @@ class ProcessLease:
         self._stopping = asyncio.Event()
         self.on_lost: Callable[[], Awaitable[None]] | None = None
         self.lost = False  # the lease was taken over: the process stops, exit code 1
-        self._unnamed = False  # this process took the leftovers from before names
+        self._halted = False
         self.on_renewed: list[Callable[[Processes], Awaitable[None]]] = []
 
     # -- what the rest of the process asks ------------------------------------------------
@@ -85,11 +86,29 @@ class ProcessLease:
         age = self._monotonic() - self._renewed_at
         return age < self.lease.total_seconds() * SAFETY
 
+    async def confirm(self) -> bool:
+        """Whether this process may act now. A last renewal too old (a pause, a slow store)
+        is settled by renewing at once: kept, it acts; taken over, it stops."""
+        if self.valid():
+            return True
+        if self.lost or self._halted or self._renewed_at is None:
+            return False
+        try:
+            if await self.renew():
+                return True
+        except Exception as exc:
+            logger.opt(exception=exc).error("process lease: renewal failed: {!r}", exc)
+            return False
+        await self._lost()
+        return False
+
     def settles(self, holder: str | None) -> bool:
         """Whether what `holder` left in flight is this process's to settle: its own, one
         from before processes had names, or a dead process's that was recovered."""
-        if self.alone or holder is None or holder == self.name:
+        if self.alone or holder == self.name:
             return True
+        if holder is None:  # from before names: the first process took and named them
+            return False
         row = next((r for r in self._view.rows if r.name == holder), None)
         # A name not in the view may be a process that registered since it was read.
         return row is not None and row.recovered_at is not None
@@ -107,7 +126,7 @@ class ProcessLease:
         every one when alone."""
         if self.alone:
             return Owners()
-        return Owners(frozenset({self.name}), unnamed=self._unnamed)
+        return Owners(frozenset({self.name}))
 
     # -- the lease's life -----------------------------------------------------------------
 
@@ -120,7 +139,11 @@ class ProcessLease:
         await self._wait_out_namesake()
         await self._register()
         self._renewed_at = self._monotonic()
-        self._unnamed = await self.store.claim_unnamed(self.name, self._clock())
+        now = self._clock()
+        taken = await self.store.claim_unnamed(self.name, now - RECOVERY_HORIZON, now)
+        if taken:
+            logger.info("process {!r} took {} message(s) from before processes had names",
+                        self.name, taken)  # fmt: skip
         self._view = await self.store.read(self._clock())
 
     async def _register(self) -> None:
@@ -165,7 +188,10 @@ class ProcessLease:
         self._task = asyncio.create_task(self._run(), name="process lease")
 
     def halt(self) -> None:
-        """Stop renewing without leaving, as a killed process does (tests of a crash)."""
+        """Stop renewing without leaving, as a killed process does (tests of a crash): it
+        acts on nothing more and never renews again."""
+        self._halted = True
+        self._renewed_at = None
         if self._task is not None:
             self._task.cancel()
 
@@ -211,6 +237,8 @@ class ProcessLease:
         self._view = await self.store.read(self._clock())
 
     async def _lost(self) -> None:
+        if self.lost:
+            return  # said and acted on once
         self._renewed_at = None
         self.lost = True
         logger.critical(

@@ -19,7 +19,8 @@ from loguru import logger
 
 from pallas.product.conversation.processes.lease import ProcessLease
 from pallas.product.conversation.turns.buffers import ChatLease
-from pallas.product.conversation.turns.recovery import RECOVERY_HORIZON, RecoveryReport
+from pallas.product.conversation.turns.recovery import RecoveryReport
+from pallas.store.kernel_state import RECOVERY_HORIZON
 from pallas.store.processes import ChatTurns, Owners, Processes
 
 Recover = Callable[[Owners], Awaitable[RecoveryReport]]
@@ -29,16 +30,16 @@ ReleaseJobs = Callable[[str], Awaitable[int]]  # a dead process's name -> jobs r
 def to_take_over(view: Processes, me: str) -> list[tuple[str, str | None]]:
     """(process, who had taken its recovery) for processes whose lease expired and whose
     recovery nobody took, or this process took and did not finish (it failed, or stopped in
-    the middle), or a process took and then died too."""
+    the middle), or a process took and then died, and was itself recovered since."""
     return [
         (row.name, row.recovered_by) for row in view.rows
         if row.name != me and row.recovered_at is None and row.expires_at <= view.now
-        and row.recovered_by in (None, me, *_dead(view))
+        and row.recovered_by in (None, me, *_recovered(view))
     ]  # fmt: skip
 
 
-def _dead(view: Processes) -> tuple[str, ...]:
-    return tuple(row.name for row in view.rows if not row.alive(view.now))
+def _recovered(view: Processes) -> tuple[str, ...]:
+    return tuple(row.name for row in view.rows if row.recovered_at is not None)
 
 
 class Takeover:
@@ -74,6 +75,8 @@ class Takeover:
     async def _take_over_all(self, dead: list[tuple[str, str | None]]) -> None:
         store, me = self._lease.store, self._lease.name
         for name, taken_by in dead:
+            if not await self._lease.confirm():
+                return
             mine = taken_by == me
             if mine or await store.claim_recovery(name, me, self._clock(), from_=taken_by):
                 await self._take_over(name)
@@ -82,6 +85,8 @@ class Takeover:
         store, me = self._lease.store, self._lease.name
         report = await self._recover(Owners(frozenset({dead})))
         jobs = await self._release_jobs(dead)  # claimed at once, not after their own lease
+        if not await self._lease.confirm():  # paused meanwhile: maybe no longer this one's
+            return
         now = self._clock()
         adopted = await store.adopt_messages(dead, me, now - RECOVERY_HORIZON)
         await store.recovered(dead, me, now)
@@ -108,16 +113,19 @@ class SharedChats(ChatLease):
         self._lease = lease
         self._clock = clock
         self._unreleased: set[int] = set()  # a release the store missed: tried again
+        self._held: set[int] = set()  # chats whose turn runs here now
 
     async def take(self, stream_id: int) -> bool:
-        if not self._lease.valid():
+        if not await self._lease.confirm():
             return False
         taken = await self._turns.take(stream_id, self._clock())
         if taken:
             self._unreleased.discard(stream_id)
+            self._held.add(stream_id)
         return taken
 
     async def release(self, stream_id: int) -> None:
+        self._held.discard(stream_id)
         try:
             await self._turns.release(stream_id)
         except Exception:
@@ -126,6 +134,8 @@ class SharedChats(ChatLease):
 
     async def retry_releases(self, _view: Processes) -> None:
         """After each renewal: give back the chats whose release the store missed."""
-        for stream_id in sorted(self._unreleased):
+        for stream_id in sorted(self._unreleased - self._held):
+            if stream_id in self._held:  # taken again while an earlier release ran
+                continue
             await self._turns.release(stream_id)
             self._unreleased.discard(stream_id)

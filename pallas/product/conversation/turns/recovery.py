@@ -38,11 +38,10 @@ from pallas.product.conversation.turns.buffers import TurnBuffers
 from pallas.product.conversation.turns.rebuffer import rebuffer_unconsumed
 from pallas.store import kernel_state
 from pallas.store.audit import EventKind
-from pallas.store.kernel_state import RetryMark, StartedTurn
+from pallas.store.kernel_state import RECOVERY_HORIZON, RetryMark, StartedTurn
 from pallas.store.ledger import ConsumeMessages, LedgerEvent, LedgerWriter
 from pallas.store.processes import EVERYONE, Owners
 
-RECOVERY_HORIZON = timedelta(hours=24)  # how far back start-up looks for cut paths
 STALE_REASON = "stale_at_restart"
 _SIGNALS = frozenset(signal.value for signal in Signal)
 

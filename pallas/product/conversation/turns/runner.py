@@ -34,6 +34,10 @@ async def _none_queued(stream_id: int) -> int:
     return 0
 
 
+async def _always() -> bool:
+    return True
+
+
 class TurnIds:
     """Monotonic across restarts: seeded from the largest turn id the store has seen. On a
     store several processes share, each numbers its turns from blocks the store hands out
@@ -93,7 +97,7 @@ class RunnerDeps:
     observers: TurnObservers = field(default_factory=TurnObservers)
     holder: str | None = None  # this process's name, on its turns' start (docs/scaling.md)
     # Whether this process's lease is current: a turn consumes its messages only then.
-    may_act: Callable[[], bool] = field(default=lambda: True)
+    may_act: Callable[[], Awaitable[bool]] = field(default=_always)
 
 
 async def run_turn(batch: Batch, deps: RunnerDeps) -> TurnDecision:
@@ -172,7 +176,7 @@ def build_turn(turn_id: int, batch: Batch, disposition: Disposition) -> Turn:
 
 async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
     """Committed before the handler runs: after a crash these messages are not re-run."""
-    if not deps.may_act():  # frozen since the chat was taken: the batch is another's now
+    if not await deps.may_act():  # taken over since the chat was taken: not ours to run
         raise LeaseNotCurrent(f"turn {turn.turn_id}: the process's lease is not current")
     await deps.ledger.write(
         ConsumeMessages(turn.turn_id, tuple(m.message_id for m in turn.messages)),
@@ -198,11 +202,13 @@ async def claim_messages(turn: Turn, deps: RunnerDeps) -> None:
 async def hand_over(turn: Turn, activity: StreamActivity, deps: RunnerDeps) -> TurnDecision:
     try:
         decision = await deps.handler.handle(turn)
+    except LeaseNotCurrent as exc:
+        # Taken over mid-turn: no ending here, the turn is the taker's to end (and to run
+        # once more, if it was a direct call).
+        logger.warning("turn {}: {}", turn.turn_id, exc)
+        return TurnDecision.DONE
     except Exception as exc:
-        if isinstance(exc, LeaseNotCurrent):  # frozen mid-turn: another process answered
-            logger.warning("turn {}: {}", turn.turn_id, exc)
-        else:
-            logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
+        logger.opt(exception=exc).error("turn {} failed in its handler", turn.turn_id)
         deps.ledger.record(
             LedgerEvent(
                 EventKind.TURN_FAILED,
