@@ -53,6 +53,10 @@ async def upgrade_to_head(engine: AsyncEngine, branches: Sequence[Migrations] = 
     async with engine.connect() as conn:
         if wanted <= await conn.run_sync(current_heads):
             return  # a feature switched off keeps its tables, and its row here
+        # Its driver may have cached statements over the catalog as it was before another
+        # process migrated (asyncpg): once reused they would fail inside the migration's
+        # transaction. The migration gets a fresh connection.
+        await conn.invalidate()
     async with engine.connect() as conn:
         await conn.run_sync(partial(_upgrade_in_one_transaction, branches=tuple(branches)))
 
