@@ -23,6 +23,7 @@ from sqlalchemy.orm import aliased
 
 from pallas.store.database import Database
 from pallas.store.models import BotProcess, ChatTurn, IdBlock, Message, OutboxItem
+from pallas.store.outbox import OutboxStatus
 from pallas.store.sql import insert_ignoring_conflicts
 
 MAX_NAME_CHARS = 64
@@ -242,7 +243,7 @@ class ProcessStore:
                 return 0
             await conn.execute(
                 update(OutboxItem)
-                .where(OutboxItem.status == "sending", OutboxItem.holder.is_(None))
+                .where(OutboxItem.status == OutboxStatus.SENDING.value, OutboxItem.holder.is_(None))
                 .values(holder=claimer)
             )
             taken = await conn.execute(

@@ -122,8 +122,8 @@ class ProcessLease:
         return self._view
 
     def owners(self) -> Owners:
-        """Whose leftovers start-up recovery looks at: this name's (and unnamed ones), or
-        every one when alone."""
+        """Whose leftovers start-up recovery looks at: this name's (the rows from before
+        names were named by `join`), or every one when alone."""
         if self.alone:
             return Owners()
         return Owners(frozenset({self.name}))

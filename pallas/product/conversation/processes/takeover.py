@@ -5,8 +5,9 @@ that nobody recovered. It claims one (the store lets one claimer win), runs the 
 recovery on that process's leftovers (its unfinished turns, the messages it stored and had not
 turned yet, the retries owed), takes its recent messages as its own, and marks it recovered:
 from then on its chats' turns pass on, and its outbox rows left `sending` are settled under
-the crash rules by any process holding the account's connection. A takeover that failed, or
-whose process stopped in the middle, is finished after that process's next renewal.
+the crash rules by any process holding the account's connection. A takeover that failed is
+tried again after the taker's next renewal; one whose taker died passes on once the taker
+itself was taken over.
 """
 
 from __future__ import annotations
